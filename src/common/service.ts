@@ -1,0 +1,109 @@
+/**
+ * What the facade and the CLI may ask of the coordinator. The facade never edits check state
+ * itself: every change goes through these calls, which the coordinator turns into messages to
+ * check actors. API shapes are those of CONTRACT §3 (snake_case on the wire).
+ */
+import type { CheckName, Plan, User } from '../domain/check.js';
+
+/** Check object of the API (CONTRACT §3). */
+export interface CheckView {
+  id: number;
+  monitor_id: number;
+  name: CheckName;
+  enabled: boolean;
+  /** seconds */
+  interval: number;
+  /** seconds */
+  notification_threshold: number;
+  status: 'ok' | 'nok' | null;
+  /** `YYYY-MM-DD HH:MM:SS` UTC or null */
+  last_check_at: string | null;
+  /** Location name of the latest run, or null. */
+  last_location: string | null;
+  /** certificate_health only */
+  expiry_threshold_days?: number | null;
+}
+
+/** Monitor object of the API (CONTRACT §3). */
+export interface MonitorView {
+  id: number;
+  url: string;
+  alias: string;
+  checks: CheckView[];
+}
+
+/** `GET /webapi/account` (CONTRACT §3). */
+export interface AccountView {
+  id: number;
+  email: string;
+  plan: Plan;
+  webhook_url: string | null;
+  api_enabled: boolean;
+}
+
+/** A user as `vigil users …` prints it (CONTRACT §1). */
+export interface UserView extends AccountView {
+  api_token: string;
+}
+
+/**
+ * Body of `PUT /webapi/checks/{id}` as received; values are validated by the service
+ * (spec §2 allowed lists, the plan's intervals) and rejected with VIGIL_ERR_VALIDATION.
+ */
+export interface CheckPatch {
+  interval?: unknown;
+  notification_threshold?: unknown;
+  expiry_threshold_days?: unknown;
+}
+
+/** `POST /webapi/monitors` body as received. */
+export interface MonitorInput {
+  url?: unknown;
+  alias?: unknown;
+}
+
+/**
+ * The account-holder surface behind /webapi. Every id-taking call throws VigilError
+ * VIGIL_ERR_CHECK_NOT_FOUND / VIGIL_ERR_MONITOR_NOT_FOUND when the id is unknown or owned by
+ * another user, and VIGIL_ERR_VALIDATION (422, with `fields`) for bad values.
+ */
+export interface VigilService {
+  /** The user owning `token` (constant-time compare), or null. Does not check api_enabled. */
+  authenticate(token: string): User | null;
+  listMonitors(userId: number): MonitorView[];
+  getMonitor(userId: number, monitorId: number): MonitorView;
+  /** Creates the monitor and its checks (CONTRACT §3 defaults); they run at once. */
+  createMonitor(userId: number, input: MonitorInput): Promise<MonitorView>;
+  /** Deletes the monitor; its checks stop and send nothing more. */
+  deleteMonitor(userId: number, monitorId: number): Promise<void>;
+  getCheck(userId: number, checkId: number): CheckView;
+  /** Applies a settings change; a new interval reschedules the next run from now. */
+  updateCheck(userId: number, checkId: number, patch: CheckPatch): Promise<void>;
+  /** Enable (runs at once) or disable (stops runs, queued webhooks still go out). */
+  setCheckEnabled(userId: number, checkId: number, enabled: boolean): Promise<void>;
+  getAccount(userId: number): AccountView;
+  /** `{"webhook_url": string|null}`; 422 for a URL that is not http(s) or has credentials. */
+  updateAccount(userId: number, input: { webhook_url?: unknown }): Promise<AccountView>;
+}
+
+/** Input of `vigil users create` (CONTRACT §1). */
+export interface NewUserInput {
+  email: string;
+  plan?: string;
+  webhookUrl?: string | null;
+  apiEnabled?: boolean;
+}
+
+/**
+ * The operator surface behind `vigil users …` (CONTRACT §1). Errors: VIGIL_ERR_USER_NOT_FOUND,
+ * VIGIL_ERR_EMAIL_TAKEN, VIGIL_ERR_VALIDATION.
+ */
+export interface UserAdmin {
+  createUser(input: NewUserInput): Promise<UserView>;
+  listUsers(): Promise<UserView[]>;
+  showUser(email: string): Promise<UserView>;
+  setUser(email: string, input: { plan?: string; webhookUrl?: string | null }): Promise<UserView>;
+  setApiEnabled(email: string, enabled: boolean): Promise<UserView>;
+  /** A new token; the old one stops working at once. */
+  rotateToken(email: string): Promise<UserView>;
+}

@@ -1,0 +1,64 @@
+/**
+ * The webhook events of spec §6 and how their bodies are built (CONTRACT §6: exactly
+ * `{"check": {…}, "monitor": {"id","url","alias"}}`, no other fields).
+ */
+import type { CheckName, Monitor } from './check.js';
+import { formatDuration, formatTimestamp } from './format.js';
+import type { UptimeEvent } from './transition.js';
+
+/** Display names of the five webhook types (spec §6), keyed by Vigil's event type. */
+export const EVENT_TITLES = {
+  'uptime.down': 'Uptime Website - Down',
+  'uptime.recovered': 'Uptime Website - Recovered',
+  'certificate.invalid': 'SSL Certificate - Invalid',
+  'certificate.recovered': 'SSL Certificate - Recovered',
+  'certificate.expires_soon': 'SSL Certificate - Expires soon',
+} as const;
+
+export type EventType = keyof typeof EVENT_TITLES;
+
+/** `check` member of a webhook body (spec §2 "Check object inside a webhook"). */
+export interface WebhookCheck {
+  name: CheckName;
+  status: 'ok' | 'nok';
+  last_check_at: string;
+  error?: string;
+  meta?: Record<string, string | number>;
+}
+
+/** A whole webhook body (spec §6). Member order is fixed so the bytes are stable. */
+export interface WebhookBody {
+  check: WebhookCheck;
+  monitor: { id: number; url: string; alias: string };
+}
+
+/**
+ * Body of an uptime webhook (spec §6 table rows 1–2).
+ * Down: status nok, `error`, meta `http_status_code`, `detected_by`, `verified_via`.
+ * Recovered: status ok, no `error`, meta `http_status_code`, `downtime` (`HH:MM:SS`).
+ */
+export function uptimeWebhookBody(event: UptimeEvent, monitor: Monitor): WebhookBody {
+  const check: WebhookCheck =
+    event.type === 'uptime.down'
+      ? {
+          name: 'uptime',
+          status: 'nok',
+          last_check_at: formatTimestamp(event.at),
+          error: event.error,
+          meta: {
+            http_status_code: event.httpStatusCode,
+            detected_by: event.detectedBy,
+            verified_via: event.verifiedVia,
+          },
+        }
+      : {
+          name: 'uptime',
+          status: 'ok',
+          last_check_at: formatTimestamp(event.at),
+          meta: {
+            http_status_code: event.httpStatusCode,
+            downtime: formatDuration(event.downtimeMs),
+          },
+        };
+  return { check, monitor: { id: monitor.id, url: monitor.url, alias: monitor.alias } };
+}
