@@ -28,8 +28,9 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-/** Field name → messages, as in the 422 body (CONTRACT §4). */
-export type FieldErrors = Record<string, string[]>;
+import type { FieldErrors } from '../domain/validate.js';
+
+export type { FieldErrors };
 
 /** An error as plain data, for crossing thread, process and gRPC boundaries. */
 export interface VigilErrorData {

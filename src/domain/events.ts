@@ -62,3 +62,44 @@ export function uptimeWebhookBody(event: UptimeEvent, monitor: Monitor): Webhook
         };
   return { check, monitor: { id: monitor.id, url: monitor.url, alias: monitor.alias } };
 }
+
+/** Delivery state of an outbox event (CONTRACT §6). */
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+/** One POST of an event to the receiver. Times ms since epoch. */
+export interface DeliveryAttempt {
+  /** `X-Service-Webhook` of this POST; unique across all attempts. */
+  id: number;
+  /** `X-Service-Current-Try`, 1-based. */
+  try: number;
+  at: number;
+  url: string;
+  /** HTTP status answered, or null when none came. */
+  status: number | null;
+  /** Why it failed when no status came (timeout, refused…), else null. */
+  error: string | null;
+  durationMs: number;
+}
+
+/**
+ * A webhook event in the durable outbox. The body bytes and signature are fixed when the
+ * event is created (CONTRACT §6) and sent unchanged on every try.
+ */
+export interface OutboxEvent {
+  id: number;
+  userId: number;
+  monitorId: number;
+  checkId: number;
+  type: EventType;
+  /** Serialized body: exactly the bytes that are POSTed and signed. */
+  body: string;
+  /** Lowercase hex HMAC-SHA1 of `body` keyed with the user's token at event time. */
+  signature: string;
+  createdAt: number;
+  status: DeliveryStatus;
+  /** `X-Service-Parent-Webhook`: id of the first attempt, null before any. */
+  parentAttemptId: number | null;
+  attempts: DeliveryAttempt[];
+  /** Earliest time of the next try, ms since epoch (pending only). */
+  nextAttemptAt: number;
+}

@@ -1,0 +1,446 @@
+/**
+ * The coordinator: loads the store, keeps users and monitors, owns one CheckActor per check,
+ * the scheduler and probe registry, and the webhook dispatcher. It implements the API surface
+ * (VigilService, CONTRACT §3) and the operator surface (UserAdmin, CONTRACT §1); the facade
+ * and the CLI only call these.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { systemClock, type Clock } from '../common/clock.js';
+import { VigilError, validationError } from '../common/errors.js';
+import { logger as makeLogger, type Logger } from '../common/logger.js';
+import type {
+  AccountView,
+  CheckPatch,
+  CheckView,
+  MonitorInput,
+  MonitorView,
+  NewUserInput,
+  UserAdmin,
+  UserView,
+  VigilService,
+} from '../common/service.js';
+import {
+  DEFAULT_PLAN_INTERVALS,
+  nearestAllowedInterval,
+  type Check,
+  type Monitor,
+  type Plan,
+  type User,
+} from '../domain/check.js';
+import { formatTimestamp } from '../domain/format.js';
+import { initialCheckState } from '../domain/transition.js';
+import {
+  emailProblem,
+  monitorUrlProblem,
+  planProblem,
+  validateCheckPatch,
+  webhookUrlProblem,
+} from '../domain/validate.js';
+import { Dispatcher, type DispatcherOptions } from '../delivery/dispatcher.js';
+import { CheckActor, type ActorContext } from './check-actor.js';
+import { ProbeRegistry } from './probe-registry.js';
+import { Scheduler } from './scheduler.js';
+import { LevelStore } from './store/level-store.js';
+import type { Sequences, Store, StoreOp } from './store/store.js';
+
+export interface CoordinatorOptions {
+  /** Directory of the store; created if missing. */
+  dataDir: string;
+  clock?: Clock;
+  /** Intervals (seconds) per plan. @default DEFAULT_PLAN_INTERVALS (CONTRACT §2) */
+  planIntervals?: Readonly<Record<Plan, readonly number[]>>;
+  /** Run budget sent to probes, ms. @default 30000 (CONTRACT §5) */
+  runTimeoutMs?: number;
+  /** Overrides for the dispatcher (timeouts, backoff) — tests use these. */
+  delivery?: Partial<Pick<DispatcherOptions, 'timeoutMs' | 'backoff' | 'giveUpAfterMs' | 'random'>>;
+  logger?: Logger;
+}
+
+const tokenKey = (token: string): string => createHash('sha256').update(token).digest('hex');
+const newToken = (): string => randomBytes(32).toString('base64url');
+
+export class Coordinator implements VigilService, UserAdmin {
+  readonly registry: ProbeRegistry;
+  readonly scheduler: Scheduler;
+  readonly dispatcher: Dispatcher;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly planIntervals: Readonly<Record<Plan, readonly number[]>>;
+  private readonly users = new Map<number, User>();
+  private readonly usersByEmail = new Map<string, User>();
+  private readonly usersByToken = new Map<string, User>();
+  private readonly monitors = new Map<number, Monitor>();
+  private readonly checksByMonitor = new Map<number, number[]>();
+  private readonly actors = new Map<number, CheckActor>();
+  private readonly ctx: ActorContext;
+  private started = false;
+
+  private constructor(
+    private readonly store: Store,
+    private readonly seq: Sequences,
+    opts: CoordinatorOptions,
+  ) {
+    this.clock = opts.clock ?? systemClock;
+    this.log = opts.logger ?? makeLogger('coordinator');
+    this.planIntervals = opts.planIntervals ?? DEFAULT_PLAN_INTERVALS;
+    this.registry = new ProbeRegistry(opts.runTimeoutMs ?? 30_000);
+    this.scheduler = new Scheduler({
+      clock: this.clock,
+      registry: this.registry,
+      logger: this.log.child({ module: 'scheduler' }),
+      runTimeoutMs: opts.runTimeoutMs ?? 30_000,
+      onOutcome: (checkId, outcome) => {
+        void this.actors
+          .get(checkId)
+          ?.post({ type: 'result', outcome })
+          .catch(() => undefined);
+      },
+    });
+    this.dispatcher = new Dispatcher({
+      clock: this.clock,
+      store,
+      seq,
+      logger: this.log.child({ module: 'dispatcher' }),
+      webhookUrl: (userId) => this.users.get(userId)?.webhookUrl ?? null,
+      ...opts.delivery,
+    });
+    this.ctx = {
+      clock: this.clock,
+      store,
+      scheduler: this.scheduler,
+      seq,
+      monitor: (id) => this.monitors.get(id),
+      user: (id) => this.users.get(id),
+      deliver: (event) => this.dispatcher.enqueue(event),
+      logger: this.log.child({ module: 'check-actor' }),
+    };
+  }
+
+  /**
+   * Open the store in `opts.dataDir` and load everything; call `start()` to begin checking.
+   * @throws VigilError VIGIL_ERR_DATA_DIR_LOCKED when another process uses the data dir.
+   */
+  static async open(opts: CoordinatorOptions): Promise<Coordinator> {
+    const store = await LevelStore.open(opts.dataDir);
+    try {
+      const snap = await store.load();
+      const c = new Coordinator(store, snap.seq, opts);
+      for (const u of snap.users) c.indexUser(u);
+      for (const m of snap.monitors) c.monitors.set(m.id, m);
+      for (const check of snap.checks) {
+        c.addActor(check, snap.states.get(check.id) ?? initialCheckState());
+      }
+      c.dispatcher.load(snap.events);
+      return c;
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+  }
+
+  /** Start scheduling checks and delivering webhooks. */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.scheduler.start();
+    this.dispatcher.start();
+    for (const actor of this.actors.values()) actor.resume();
+  }
+
+  /** Stop everything and close the store; in-flight deliveries are recorded first. */
+  async close(): Promise<void> {
+    this.scheduler.stop();
+    await this.dispatcher.stop();
+    await this.store.close();
+  }
+
+  private indexUser(u: User): void {
+    this.users.set(u.id, u);
+    this.usersByEmail.set(u.email, u);
+    this.usersByToken.set(tokenKey(u.apiToken), u);
+  }
+
+  private addActor(check: Check, state = initialCheckState()): CheckActor {
+    const actor = new CheckActor(check, state, this.ctx);
+    this.actors.set(check.id, actor);
+    const list = this.checksByMonitor.get(check.monitorId) ?? [];
+    list.push(check.id);
+    this.checksByMonitor.set(check.monitorId, list);
+    return actor;
+  }
+
+  // ---- VigilService (CONTRACT §3) ----
+
+  authenticate(token: string): User | null {
+    if (typeof token !== 'string' || token.length === 0 || token.length > 256) return null;
+    const user = this.usersByToken.get(tokenKey(token));
+    if (!user) return null;
+    const a = Buffer.from(user.apiToken);
+    const b = Buffer.from(token);
+    return a.length === b.length && timingSafeEqual(a, b) ? user : null;
+  }
+
+  listMonitors(userId: number): MonitorView[] {
+    const out: MonitorView[] = [];
+    for (const m of this.monitors.values()) if (m.userId === userId) out.push(this.monitorView(m));
+    return out;
+  }
+
+  getMonitor(userId: number, monitorId: number): MonitorView {
+    return this.monitorView(this.ownMonitor(userId, monitorId));
+  }
+
+  async createMonitor(userId: number, input: MonitorInput): Promise<MonitorView> {
+    const user = this.ownUser(userId);
+    const problem = monitorUrlProblem(input.url);
+    const fields: Record<string, string[]> = {};
+    if (problem) fields.url = [problem];
+    if (input.alias !== undefined && input.alias !== null) {
+      if (typeof input.alias !== 'string' || input.alias.length > 255) {
+        fields.alias = ['The alias must be a string of at most 255 characters.'];
+      }
+    }
+    if (Object.keys(fields).length > 0) throw validationError(fields);
+    const url = new URL(input.url as string).href;
+    const alias =
+      typeof input.alias === 'string' && input.alias.trim() !== ''
+        ? input.alias.trim()
+        : new URL(url).host;
+    const allowed = this.planIntervals[user.plan];
+    const monitor: Monitor = { id: this.seq.monitor++, userId, url, alias, createdAt: this.clock.now() };
+    const checks: Check[] = [
+      {
+        id: this.seq.check++,
+        monitorId: monitor.id,
+        userId,
+        name: 'uptime',
+        enabled: true,
+        intervalSeconds: nearestAllowedInterval(300, allowed),
+        notificationThresholdSeconds: 0,
+        expiryThresholdDays: null,
+      },
+    ];
+    if (url.startsWith('https://')) {
+      checks.push({
+        id: this.seq.check++,
+        monitorId: monitor.id,
+        userId,
+        name: 'certificate_health',
+        enabled: true,
+        intervalSeconds: nearestAllowedInterval(3600, allowed),
+        notificationThresholdSeconds: 0,
+        expiryThresholdDays: null,
+      });
+    }
+    const state = initialCheckState();
+    const ops: StoreOp[] = [{ kind: 'monitor', id: monitor.id, value: monitor }];
+    for (const c of checks) {
+      ops.push({ kind: 'check', id: c.id, value: c }, { kind: 'state', id: c.id, value: state });
+    }
+    ops.push({ kind: 'seq', value: this.seq });
+    await this.store.write(ops);
+    this.monitors.set(monitor.id, monitor);
+    for (const c of checks) {
+      const actor = this.addActor(c, state);
+      if (this.started) await actor.post({ type: 'enable' }); // runs at once
+    }
+    return this.monitorView(monitor);
+  }
+
+  async deleteMonitor(userId: number, monitorId: number): Promise<void> {
+    const monitor = this.ownMonitor(userId, monitorId);
+    const checkIds = this.checksByMonitor.get(monitorId) ?? [];
+    for (const id of checkIds) await this.actors.get(id)?.post({ type: 'delete' });
+    const ops: StoreOp[] = [{ kind: 'monitor', id: monitor.id, value: null }];
+    for (const id of checkIds) {
+      ops.push({ kind: 'check', id, value: null }, { kind: 'state', id, value: null });
+    }
+    await this.store.write(ops);
+    for (const id of checkIds) this.actors.delete(id);
+    this.checksByMonitor.delete(monitorId);
+    this.monitors.delete(monitorId);
+  }
+
+  getCheck(userId: number, checkId: number): CheckView {
+    return this.checkView(this.ownActor(userId, checkId));
+  }
+
+  async updateCheck(userId: number, checkId: number, patch: CheckPatch): Promise<void> {
+    const actor = this.ownActor(userId, checkId);
+    const user = this.ownUser(userId);
+    const { change, errors } = validateCheckPatch(
+      patch as Record<string, unknown>,
+      actor.check,
+      user.plan,
+      this.planIntervals[user.plan],
+    );
+    if (errors) throw validationError(errors);
+    await actor.post({ type: 'update', ...change });
+  }
+
+  async setCheckEnabled(userId: number, checkId: number, enabled: boolean): Promise<void> {
+    const actor = this.ownActor(userId, checkId);
+    await actor.post({ type: enabled ? 'enable' : 'disable' });
+  }
+
+  getAccount(userId: number): AccountView {
+    const { api_token: _token, ...account } = userView(this.ownUser(userId));
+    return account;
+  }
+
+  async updateAccount(userId: number, input: { webhook_url?: unknown }): Promise<AccountView> {
+    const user = this.ownUser(userId);
+    if (!Object.prototype.hasOwnProperty.call(input, 'webhook_url')) {
+      throw validationError({ webhook_url: ['The webhook_url field is required.'] });
+    }
+    const problem = webhookUrlProblem(input.webhook_url);
+    if (problem) throw validationError({ webhook_url: [problem] });
+    await this.saveUser({ ...user, webhookUrl: (input.webhook_url as string | null) ?? null });
+    return this.getAccount(userId);
+  }
+
+  // ---- UserAdmin (CONTRACT §1) ----
+
+  async createUser(input: NewUserInput): Promise<UserView> {
+    const email = typeof input.email === 'string' ? input.email.trim().toLowerCase() : '';
+    const plan = input.plan ?? 'free';
+    const fields: Record<string, string[]> = {};
+    const ep = emailProblem(email);
+    if (ep) fields.email = [ep];
+    const pp = planProblem(plan);
+    if (pp) fields.plan = [pp];
+    const wp = webhookUrlProblem(input.webhookUrl ?? null);
+    if (wp) fields.webhook_url = [wp];
+    if (Object.keys(fields).length > 0) throw validationError(fields);
+    if (this.usersByEmail.has(email)) throw new VigilError('VIGIL_ERR_EMAIL_TAKEN');
+    const user: User = {
+      id: this.seq.user++,
+      email,
+      plan: plan as Plan,
+      apiToken: newToken(),
+      apiEnabled: input.apiEnabled ?? false,
+      webhookUrl: input.webhookUrl ?? null,
+      createdAt: this.clock.now(),
+    };
+    await this.store.write([
+      { kind: 'user', id: user.id, value: user },
+      { kind: 'seq', value: this.seq },
+    ]);
+    this.indexUser(user);
+    return userView(user);
+  }
+
+  async listUsers(): Promise<UserView[]> {
+    return [...this.users.values()].map(userView);
+  }
+
+  async showUser(email: string): Promise<UserView> {
+    return userView(this.userByEmail(email));
+  }
+
+  async setUser(email: string, input: { plan?: string; webhookUrl?: string | null }): Promise<UserView> {
+    const user = this.userByEmail(email);
+    const fields: Record<string, string[]> = {};
+    if (input.plan !== undefined) {
+      const pp = planProblem(input.plan);
+      if (pp) fields.plan = [pp];
+    }
+    if (input.webhookUrl !== undefined) {
+      const wp = webhookUrlProblem(input.webhookUrl);
+      if (wp) fields.webhook_url = [wp];
+    }
+    if (Object.keys(fields).length > 0) throw validationError(fields);
+    const next: User = {
+      ...user,
+      plan: (input.plan as Plan | undefined) ?? user.plan,
+      webhookUrl: input.webhookUrl !== undefined ? input.webhookUrl : user.webhookUrl,
+    };
+    await this.saveUser(next);
+    return userView(next);
+  }
+
+  async setApiEnabled(email: string, enabled: boolean): Promise<UserView> {
+    const user = this.userByEmail(email);
+    const next = { ...user, apiEnabled: enabled };
+    await this.saveUser(next);
+    return userView(next);
+  }
+
+  async rotateToken(email: string): Promise<UserView> {
+    const user = this.userByEmail(email);
+    const next = { ...user, apiToken: newToken() };
+    await this.saveUser(next);
+    return userView(next);
+  }
+
+  // ---- helpers ----
+
+  private async saveUser(next: User): Promise<void> {
+    await this.store.write([{ kind: 'user', id: next.id, value: next }]);
+    const old = this.users.get(next.id);
+    if (old) this.usersByToken.delete(tokenKey(old.apiToken));
+    this.indexUser(next);
+    this.dispatcher.kick(); // a newly set webhook URL releases waiting events
+  }
+
+  private userByEmail(email: string): User {
+    const user = this.usersByEmail.get(String(email).trim().toLowerCase());
+    if (!user) throw new VigilError('VIGIL_ERR_USER_NOT_FOUND', `No user with email ${email}.`);
+    return user;
+  }
+
+  private ownUser(userId: number): User {
+    const user = this.users.get(userId);
+    if (!user) throw new VigilError('VIGIL_ERR_UNAUTHENTICATED');
+    return user;
+  }
+
+  private ownMonitor(userId: number, monitorId: number): Monitor {
+    const m = this.monitors.get(monitorId);
+    if (!m || m.userId !== userId) throw new VigilError('VIGIL_ERR_MONITOR_NOT_FOUND');
+    return m;
+  }
+
+  private ownActor(userId: number, checkId: number): CheckActor {
+    const actor = this.actors.get(checkId);
+    if (!actor || actor.check.userId !== userId) throw new VigilError('VIGIL_ERR_CHECK_NOT_FOUND');
+    return actor;
+  }
+
+  private monitorView(m: Monitor): MonitorView {
+    const checks: CheckView[] = [];
+    for (const id of this.checksByMonitor.get(m.id) ?? []) {
+      const actor = this.actors.get(id);
+      if (actor) checks.push(this.checkView(actor));
+    }
+    return { id: m.id, url: m.url, alias: m.alias, checks };
+  }
+
+  private checkView(actor: CheckActor): CheckView {
+    const { check, state } = actor;
+    const view: CheckView = {
+      id: check.id,
+      monitor_id: check.monitorId,
+      name: check.name,
+      enabled: check.enabled,
+      interval: check.intervalSeconds,
+      notification_threshold: check.notificationThresholdSeconds,
+      status: state.status,
+      last_check_at: state.lastCheckAt === null ? null : formatTimestamp(state.lastCheckAt),
+      last_location: state.lastLocation,
+    };
+    if (check.name === 'certificate_health') view.expiry_threshold_days = check.expiryThresholdDays;
+    return view;
+  }
+}
+
+function userView(u: User): UserView {
+  return {
+    id: u.id,
+    email: u.email,
+    plan: u.plan,
+    api_token: u.apiToken,
+    api_enabled: u.apiEnabled,
+    webhook_url: u.webhookUrl,
+  };
+}

@@ -1,0 +1,401 @@
+/**
+ * The scheduler: when each enabled check runs and which probe runs it (ARCHITECTURE
+ * "Scheduler"). Runs are spread over the interval by their own phase, a new or re-enabled
+ * check runs at once, verification runs go to another location (CONTRACT §5), and no probe is
+ * given more runs than its announced capacity (runs wait in a queue instead).
+ */
+import type { Clock, TimerHandle } from '../common/clock.js';
+import type { Logger } from '../common/logger.js';
+import type { CheckName } from '../domain/check.js';
+import type { RunOutcome, RunPurpose } from '../domain/result.js';
+import type { ProbeRegistry, ProbeSession, Run } from './probe-registry.js';
+
+/** What the scheduler needs to know about a check. */
+export interface SchedulableCheck {
+  id: number;
+  name: CheckName;
+  url: string;
+  intervalSeconds: number;
+}
+
+/** A result as it arrives from a probe (proto RunResult fields used). */
+export interface ProbeResult {
+  run_id: number;
+  check_id: number;
+  ok: boolean;
+  http_status_code: number;
+  error: string;
+  response_time_ms: number;
+  started_at_ms: number;
+  detail_json: string;
+}
+
+export interface SchedulerOptions {
+  clock: Clock;
+  registry: ProbeRegistry;
+  /** Receives every accepted result; late, duplicate and unknown results are dropped. */
+  onOutcome: (checkId: number, outcome: RunOutcome) => void;
+  logger: Logger;
+  /** Run budget, ms. @default 30000 (CONTRACT §5) */
+  runTimeoutMs?: number;
+  /** Extra wait past the budget before a run counts as lost, ms. @default 10000 */
+  lostGraceMs?: number;
+  /** With no other location connected, the detector re-checks after this, ms. @default 5000 */
+  sameLocationVerifyDelayMs?: number;
+}
+
+interface Entry {
+  check: SchedulableCheck;
+  intervalMs: number;
+  /** Next planned start, ms since epoch. */
+  nextAt: number;
+  /** Bumped on every reschedule; heap items of older versions are stale. */
+  version: number;
+  /** The scheduled run in flight, if any (one at a time per check). */
+  scheduledRunId: number | null;
+  lastLocation: string | null;
+}
+
+/** A verification or re-check waiting for a probe. */
+interface Urgent {
+  checkId: number;
+  purpose: RunPurpose;
+  excludeLocation: string | null;
+  excludeUntil: number;
+}
+
+interface HeapItem {
+  at: number;
+  id: number;
+  version: number;
+}
+
+export class Scheduler {
+  private readonly clock: Clock;
+  private readonly registry: ProbeRegistry;
+  private readonly log: Logger;
+  private readonly runTimeoutMs: number;
+  private readonly lostGraceMs: number;
+  private readonly sameLocationDelayMs: number;
+  private readonly onOutcome: SchedulerOptions['onOutcome'];
+
+  private readonly entries = new Map<number, Entry>();
+  private readonly heap: HeapItem[] = [];
+  private heapTimer: TimerHandle | null = null;
+  private heapTimerAt = Infinity;
+  /** Scheduled runs that are due, waiting for probe capacity (FIFO, head index). */
+  private regular: number[] = [];
+  private regularHead = 0;
+  private urgent: Urgent[] = [];
+  private urgentTimer: TimerHandle | null = null;
+  private sweepTimer: TimerHandle | null = null;
+  private runSeq = 0;
+  private running = false;
+
+  constructor(opts: SchedulerOptions) {
+    this.clock = opts.clock;
+    this.registry = opts.registry;
+    this.log = opts.logger;
+    this.onOutcome = opts.onOutcome;
+    this.runTimeoutMs = opts.runTimeoutMs ?? 30_000;
+    this.lostGraceMs = opts.lostGraceMs ?? 10_000;
+    this.sameLocationDelayMs = opts.sameLocationVerifyDelayMs ?? 5_000;
+  }
+
+  /** Begin firing timers (checks may be added before). */
+  start(): void {
+    this.running = true;
+    this.armHeap();
+    this.sweep();
+  }
+
+  stop(): void {
+    this.running = false;
+    for (const t of [this.heapTimer, this.urgentTimer, this.sweepTimer]) {
+      if (t) this.clock.clearTimer(t);
+    }
+    this.heapTimer = this.urgentTimer = this.sweepTimer = null;
+    this.heapTimerAt = Infinity;
+  }
+
+  /** Number of checks scheduled. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Runs due but waiting for probe capacity. */
+  get backlog(): number {
+    return this.regular.length - this.regularHead + this.urgent.length;
+  }
+
+  /**
+   * Schedule `check` with its first run at `firstAt` (ms since epoch; now = at once).
+   * Replaces an existing entry for the same id.
+   */
+  add(check: SchedulableCheck, firstAt: number): void {
+    const old = this.entries.get(check.id);
+    const entry: Entry = {
+      check,
+      intervalMs: check.intervalSeconds * 1000,
+      nextAt: firstAt,
+      version: (old?.version ?? 0) + 1,
+      scheduledRunId: old?.scheduledRunId ?? null,
+      lastLocation: old?.lastLocation ?? null,
+    };
+    this.entries.set(check.id, entry);
+    this.push({ at: firstAt, id: check.id, version: entry.version });
+  }
+
+  /** New interval: the next run is one (new) interval from now (CONTRACT §3). */
+  changeInterval(checkId: number, intervalSeconds: number): void {
+    const entry = this.entries.get(checkId);
+    if (!entry) return;
+    this.add({ ...entry.check, intervalSeconds }, this.clock.now() + intervalSeconds * 1000);
+  }
+
+  /** Stop running `checkId`; results of its runs in flight are dropped. */
+  remove(checkId: number): void {
+    this.entries.delete(checkId);
+    this.urgent = this.urgent.filter((u) => u.checkId !== checkId);
+  }
+
+  has(checkId: number): boolean {
+    return this.entries.has(checkId);
+  }
+
+  /**
+   * Run `checkId` now outside its schedule. `verify` runs avoid `excludeLocation`; when no
+   * other location is connected, the same location runs it after 5 s (CONTRACT §5).
+   */
+  requestRun(checkId: number, purpose: RunPurpose, excludeLocation: string | null): void {
+    if (!this.entries.has(checkId)) return;
+    const excludeUntil = this.clock.now() + (excludeLocation ? this.sameLocationDelayMs : 0);
+    this.urgent.push({ checkId, purpose, excludeLocation, excludeUntil });
+    this.pump();
+  }
+
+  /** A probe connected (or freed capacity): hand out waiting runs. */
+  sessionOpened(session: ProbeSession): void {
+    this.registry.add(session);
+    this.log.info({ sessionId: session.id, location: session.location }, 'probe connected');
+    this.pump();
+  }
+
+  /** A probe is gone: its runs in flight are re-run elsewhere. */
+  sessionClosed(sessionId: string, reason: string): void {
+    const session = this.registry.get(sessionId);
+    const orphans = this.registry.remove(sessionId);
+    if (session) {
+      this.log.warn(
+        { sessionId, location: session.location, orphans: orphans.length, reason },
+        'probe disconnected',
+      );
+    }
+    for (const run of orphans) this.requeue(run);
+    this.pump();
+  }
+
+  /** A result from `sessionId`. Unknown or late run ids are ignored. */
+  resultArrived(sessionId: string, result: ProbeResult): void {
+    const session = this.registry.get(sessionId);
+    const run = this.registry.complete(sessionId, result.run_id);
+    if (!session || !run || run.checkId !== result.check_id) return;
+    const entry = this.entries.get(run.checkId);
+    if (entry) {
+      if (entry.scheduledRunId === run.runId) entry.scheduledRunId = null;
+      entry.lastLocation = session.location;
+      let detail: Record<string, unknown> | null = null;
+      if (result.detail_json) {
+        try {
+          detail = JSON.parse(result.detail_json) as Record<string, unknown>;
+        } catch {
+          detail = null;
+        }
+      }
+      this.onOutcome(run.checkId, {
+        ok: result.ok,
+        httpStatusCode: result.http_status_code,
+        error: result.error,
+        responseTimeMs: result.response_time_ms,
+        at: result.started_at_ms || this.clock.now(),
+        location: session.location,
+        purpose: run.purpose,
+        detail,
+      });
+    }
+    this.pump();
+  }
+
+  private requeue(run: Run): void {
+    const entry = this.entries.get(run.checkId);
+    if (!entry) return;
+    if (run.purpose === 'scheduled') {
+      if (entry.scheduledRunId === run.runId) entry.scheduledRunId = null;
+      this.regular.push(run.checkId);
+    } else {
+      this.urgent.push({
+        checkId: run.checkId,
+        purpose: run.purpose,
+        excludeLocation: run.excludeLocation,
+        excludeUntil: run.excludeUntil,
+      });
+    }
+  }
+
+  /** Assign waiting runs to probes with room: verifications first, then scheduled runs. */
+  private pump(): void {
+    if (!this.running) return;
+    const now = this.clock.now();
+    let blockedUntil = Infinity;
+    if (this.urgent.length > 0) {
+      const waiting: Urgent[] = [];
+      for (const u of this.urgent) {
+        const entry = this.entries.get(u.checkId);
+        if (!entry) continue;
+        const exclusive = u.excludeLocation !== null && now < u.excludeUntil;
+        const onlyThere =
+          exclusive && u.excludeLocation !== null && !this.registry.hasOtherLocation(u.excludeLocation);
+        const session = onlyThere ? null : this.registry.pick(exclusive ? u.excludeLocation : null, null);
+        if (session) this.assign(session, entry, u.purpose, u.excludeLocation, u.excludeUntil);
+        else {
+          waiting.push(u);
+          if (exclusive) blockedUntil = Math.min(blockedUntil, u.excludeUntil);
+        }
+      }
+      this.urgent = waiting;
+    }
+    while (this.regularHead < this.regular.length) {
+      const id = this.regular[this.regularHead] as number;
+      const entry = this.entries.get(id);
+      if (!entry || entry.scheduledRunId !== null) {
+        this.regularHead++;
+        continue;
+      }
+      const session = this.registry.pick(null, entry.lastLocation);
+      if (!session) break;
+      this.regularHead++;
+      this.assign(session, entry, 'scheduled', null, 0);
+    }
+    if (this.regularHead > 1024 && this.regularHead * 2 > this.regular.length) {
+      this.regular = this.regular.slice(this.regularHead);
+      this.regularHead = 0;
+    }
+    if (blockedUntil !== Infinity && !this.urgentTimer) {
+      this.urgentTimer = this.clock.setTimer(() => {
+        this.urgentTimer = null;
+        this.pump();
+      }, blockedUntil - now);
+    }
+  }
+
+  private assign(
+    session: ProbeSession,
+    entry: Entry,
+    purpose: RunPurpose,
+    excludeLocation: string | null,
+    excludeUntil: number,
+  ): void {
+    const now = this.clock.now();
+    const run: Run = {
+      runId: ++this.runSeq,
+      checkId: entry.check.id,
+      checkName: entry.check.name,
+      url: entry.check.url,
+      purpose,
+      excludeLocation,
+      excludeUntil,
+      sessionId: session.id,
+      deadline: now + this.runTimeoutMs + this.lostGraceMs,
+    };
+    if (purpose === 'scheduled') entry.scheduledRunId = run.runId;
+    this.registry.dispatch(session, run);
+  }
+
+  private push(item: HeapItem): void {
+    this.heap.push(item);
+    this.siftLastUp();
+    if (item.at < this.heapTimerAt) this.armHeap();
+  }
+
+  private pop(): HeapItem | undefined {
+    const h = this.heap;
+    const top = h[0];
+    const last = h.pop();
+    if (h.length > 0 && last) {
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        const atOf = (k: number): number => (k === i ? last.at : (h[k] as HeapItem).at);
+        if (l < h.length && atOf(l) < atOf(m)) m = l;
+        if (r < h.length && atOf(r) < atOf(m)) m = r;
+        if (m === i) break;
+        h[i] = h[m] as HeapItem;
+        i = m;
+      }
+      h[i] = last;
+    }
+    return top;
+  }
+
+  private armHeap(): void {
+    if (!this.running) return;
+    if (this.heapTimer) this.clock.clearTimer(this.heapTimer);
+    this.heapTimer = null;
+    this.heapTimerAt = Infinity;
+    const top = this.heap[0];
+    if (!top) return;
+    this.heapTimerAt = top.at;
+    this.heapTimer = this.clock.setTimer(() => this.fireDue(), top.at - this.clock.now());
+  }
+
+  private fireDue(): void {
+    this.heapTimer = null;
+    this.heapTimerAt = Infinity;
+    const now = this.clock.now();
+    for (let top = this.heap[0]; top && top.at <= now; top = this.heap[0]) {
+      this.pop();
+      const entry = this.entries.get(top.id);
+      if (!entry || entry.version !== top.version) continue;
+      // One scheduled run at a time per check: a run still going skips this slot.
+      if (entry.scheduledRunId === null) this.regular.push(entry.check.id);
+      let next = entry.nextAt + entry.intervalMs;
+      if (next <= now) next = now + entry.intervalMs - ((now - entry.nextAt) % entry.intervalMs);
+      entry.nextAt = next;
+      this.heap.push({ at: next, id: top.id, version: entry.version });
+      this.siftLastUp(); // not push(): the timer is re-armed once, below
+    }
+    this.pump();
+    this.armHeap();
+  }
+
+  private siftLastUp(): void {
+    const h = this.heap;
+    let i = h.length - 1;
+    const item = h[i] as HeapItem;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if ((h[p] as HeapItem).at <= item.at) break;
+      h[i] = h[p] as HeapItem;
+      i = p;
+    }
+    h[i] = item;
+  }
+
+  /** Every second: runs past their deadline are lost and re-run. */
+  private sweep(): void {
+    if (!this.running) return;
+    const now = this.clock.now();
+    for (const session of this.registry.all()) {
+      for (const run of session.inflight.values()) {
+        if (run.deadline > now) continue;
+        session.inflight.delete(run.runId);
+        this.log.warn({ checkId: run.checkId, sessionId: session.id }, 'run lost, no result in time');
+        this.requeue(run);
+      }
+    }
+    this.pump();
+    this.sweepTimer = this.clock.setTimer(() => this.sweep(), 1000);
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * Store on LevelDB (`level`) in the data dir (CONTRACT §8): one sublevel per kind of record,
+ * keys are zero-padded ids so iteration is in id order, values JSON. Writes issued in the
+ * same tick are grouped into one batch (group commit), which keeps each caller's ops atomic
+ * and turns thousands of small writes per second into a few batches.
+ */
+import { Level } from 'level';
+import { mkdir } from 'node:fs/promises';
+import { VigilError } from '../../common/errors.js';
+import type { Check, Monitor, User } from '../../domain/check.js';
+import type { OutboxEvent } from '../../domain/events.js';
+import type { CheckState } from '../../domain/transition.js';
+import { INITIAL_SEQUENCES, type Sequences, type Snapshot, type Store, type StoreOp } from './store.js';
+
+type Kind = Exclude<StoreOp['kind'], 'seq'>;
+
+const key = (id: number): string => String(id).padStart(12, '0');
+
+interface Pending {
+  ops: StoreOp[];
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+export class LevelStore implements Store {
+  private readonly db: Level<string, unknown>;
+  private queue: Pending[] = [];
+  private flushing: Promise<void> | null = null;
+
+  private constructor(db: Level<string, unknown>) {
+    this.db = db;
+  }
+
+  /**
+   * Opens (creating if needed) the store under `dir`.
+   * @throws VigilError VIGIL_ERR_DATA_DIR_LOCKED when another process has it open;
+   *   VIGIL_ERR_CONFIG when the directory cannot be created or read.
+   */
+  static async open(dir: string): Promise<LevelStore> {
+    try {
+      await mkdir(dir, { recursive: true });
+    } catch (err) {
+      throw new VigilError('VIGIL_ERR_CONFIG', `Cannot create data directory ${dir}: ${String(err)}`);
+    }
+    const db = new Level<string, unknown>(`${dir}/store`, { valueEncoding: 'json' });
+    try {
+      await db.open();
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause;
+      if (cause?.code === 'LEVEL_LOCKED') {
+        throw new VigilError(
+          'VIGIL_ERR_DATA_DIR_LOCKED',
+          `The data directory ${dir} is in use by another Vigil process.`,
+        );
+      }
+      throw new VigilError('VIGIL_ERR_CONFIG', `Cannot open the store in ${dir}: ${String(err)}`, {
+        cause: err,
+      });
+    }
+    return new LevelStore(db);
+  }
+
+  private sub(kind: Kind | 'meta') {
+    return this.db.sublevel<string, unknown>(kind, { valueEncoding: 'json' });
+  }
+
+  async load(): Promise<Snapshot> {
+    const all = async <T>(kind: Kind): Promise<Array<[number, T]>> => {
+      const out: Array<[number, T]> = [];
+      for await (const [k, v] of this.sub(kind).iterator()) out.push([Number(k), v as T]);
+      return out;
+    };
+    const seq = (await this.sub('meta').get('seq')) as Sequences | undefined;
+    return {
+      users: (await all<User>('user')).map(([, v]) => v),
+      monitors: (await all<Monitor>('monitor')).map(([, v]) => v),
+      checks: (await all<Check>('check')).map(([, v]) => v),
+      states: new Map(await all<CheckState>('state')),
+      events: (await all<OutboxEvent>('event')).map(([, v]) => v),
+      seq: { ...INITIAL_SEQUENCES, ...(seq ?? {}) },
+    };
+  }
+
+  write(ops: StoreOp[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ ops, resolve, reject });
+      if (!this.flushing) this.flushing = this.flushSoon();
+    });
+  }
+
+  private async flushSoon(): Promise<void> {
+    await new Promise<void>((r) => setImmediate(r));
+    while (this.queue.length > 0) {
+      const group = this.queue;
+      this.queue = [];
+      const batch = this.db.batch();
+      for (const { ops } of group) {
+        for (const op of ops) {
+          if (op.kind === 'seq') {
+            batch.put('seq', op.value, { sublevel: this.sub('meta') });
+          } else if (op.value === null) {
+            batch.del(key(op.id), { sublevel: this.sub(op.kind) });
+          } else {
+            batch.put(key(op.id), op.value, { sublevel: this.sub(op.kind) });
+          }
+        }
+      }
+      try {
+        await batch.write();
+        for (const p of group) p.resolve();
+      } catch (err) {
+        for (const p of group) p.reject(err);
+      }
+    }
+    this.flushing = null;
+  }
+
+  async close(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    await this.db.close();
+  }
+}
+

@@ -1,0 +1,51 @@
+/**
+ * The store interface: everything the coordinator keeps durable (CONTRACT §8). Narrow on
+ * purpose, so a shared database can replace LevelDB later; one contract test suite
+ * (test/coordinator/store.test.ts) runs against every implementation.
+ */
+import type { Check, Monitor, User } from '../../domain/check.js';
+import type { OutboxEvent } from '../../domain/events.js';
+import type { CheckState } from '../../domain/transition.js';
+
+/** Next ids to hand out; persisted in the same batch as the record that used one. */
+export interface Sequences {
+  user: number;
+  monitor: number;
+  check: number;
+  event: number;
+  attempt: number;
+}
+
+/** One record change. `value: null` deletes. All ops of one `write` are atomic. */
+export type StoreOp =
+  | { kind: 'user'; id: number; value: User | null }
+  | { kind: 'monitor'; id: number; value: Monitor | null }
+  | { kind: 'check'; id: number; value: Check | null }
+  | { kind: 'state'; id: number; value: CheckState | null }
+  | { kind: 'event'; id: number; value: OutboxEvent | null }
+  | { kind: 'seq'; value: Sequences };
+
+/** Everything in the store, as loaded at start. */
+export interface Snapshot {
+  users: User[];
+  monitors: Monitor[];
+  checks: Check[];
+  /** check id → state */
+  states: Map<number, CheckState>;
+  /** Outbox events, ascending id. */
+  events: OutboxEvent[];
+  seq: Sequences;
+}
+
+export interface Store {
+  /** Reads every record. */
+  load(): Promise<Snapshot>;
+  /**
+   * Applies `ops` atomically; resolves once they are durable against a process crash.
+   * Concurrent calls may be grouped into one batch (still all-or-nothing per call).
+   */
+  write(ops: StoreOp[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const INITIAL_SEQUENCES: Sequences = { user: 1, monitor: 1, check: 1, event: 1, attempt: 1 };
