@@ -62,7 +62,8 @@ export class CheckActor {
     this.state = state;
     this.mailbox = new Mailbox(
       (m) => this.handle(m),
-      (err, m) => ctx.logger.error({ err, checkId: this.check.id, msg: m.type }, 'check actor failed'),
+      (err, m) =>
+        ctx.logger.error({ err, checkId: this.check.id, msg: m.type }, 'check actor failed'),
     );
   }
 
@@ -96,7 +97,12 @@ export class CheckActor {
     const monitor = this.ctx.monitor(this.check.monitorId);
     if (!monitor) return;
     this.ctx.scheduler.add(
-      { id: this.check.id, name: this.check.name, url: monitor.url, intervalSeconds: this.check.intervalSeconds },
+      {
+        id: this.check.id,
+        name: this.check.name,
+        url: monitor.url,
+        intervalSeconds: this.check.intervalSeconds,
+      },
       firstAt,
     );
   }
@@ -144,7 +150,9 @@ export class CheckActor {
       notificationThresholdSeconds:
         msg.notificationThresholdSeconds ?? this.check.notificationThresholdSeconds,
       expiryThresholdDays:
-        msg.expiryThresholdDays !== undefined ? msg.expiryThresholdDays : this.check.expiryThresholdDays,
+        msg.expiryThresholdDays !== undefined
+          ? msg.expiryThresholdDays
+          : this.check.expiryThresholdDays,
     };
     await this.persistCheck(next);
     if (msg.intervalSeconds !== undefined && next.enabled) {

@@ -87,7 +87,7 @@ export class Coordinator implements VigilService, UserAdmin {
     this.scheduler = new Scheduler({
       clock: this.clock,
       registry: this.registry,
-      logger: this.log.child({ module: 'scheduler' }),
+      logger: makeLogger('scheduler'),
       runTimeoutMs: opts.runTimeoutMs ?? 30_000,
       onOutcome: (checkId, outcome) => {
         void this.actors
@@ -100,7 +100,7 @@ export class Coordinator implements VigilService, UserAdmin {
       clock: this.clock,
       store,
       seq,
-      logger: this.log.child({ module: 'dispatcher' }),
+      logger: makeLogger('dispatcher'),
       webhookUrl: (userId) => this.users.get(userId)?.webhookUrl ?? null,
       ...opts.delivery,
     });
@@ -112,7 +112,7 @@ export class Coordinator implements VigilService, UserAdmin {
       monitor: (id) => this.monitors.get(id),
       user: (id) => this.users.get(id),
       deliver: (event) => this.dispatcher.enqueue(event),
-      logger: this.log.child({ module: 'check-actor' }),
+      logger: makeLogger('check-actor'),
     };
   }
 
@@ -142,6 +142,10 @@ export class Coordinator implements VigilService, UserAdmin {
   start(): void {
     if (this.started) return;
     this.started = true;
+    this.log.info(
+      { users: this.users.size, monitors: this.monitors.size, checks: this.actors.size },
+      'coordinator starting',
+    );
     this.scheduler.start();
     this.dispatcher.start();
     for (const actor of this.actors.values()) actor.resume();
@@ -207,7 +211,13 @@ export class Coordinator implements VigilService, UserAdmin {
         ? input.alias.trim()
         : new URL(url).host;
     const allowed = this.planIntervals[user.plan];
-    const monitor: Monitor = { id: this.seq.monitor++, userId, url, alias, createdAt: this.clock.now() };
+    const monitor: Monitor = {
+      id: this.seq.monitor++,
+      userId,
+      url,
+      alias,
+      createdAt: this.clock.now(),
+    };
     const checks: Check[] = [
       {
         id: this.seq.check++,
@@ -338,7 +348,10 @@ export class Coordinator implements VigilService, UserAdmin {
     return userView(this.userByEmail(email));
   }
 
-  async setUser(email: string, input: { plan?: string; webhookUrl?: string | null }): Promise<UserView> {
+  async setUser(
+    email: string,
+    input: { plan?: string; webhookUrl?: string | null },
+  ): Promise<UserView> {
     const user = this.userByEmail(email);
     const fields: Record<string, string[]> = {};
     if (input.plan !== undefined) {

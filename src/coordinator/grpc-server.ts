@@ -71,7 +71,8 @@ export async function startProbeServer(opts: ProbeServerOptions): Promise<ProbeS
         opts.logger.warn({ peer }, 'probe refused: wrong or missing probe token');
         call.emit('error', {
           code: grpc.status.UNAUTHENTICATED,
-          details: 'probe token rejected: set the same --token / VIGIL_PROBE_TOKEN as the coordinator',
+          details:
+            'probe token rejected: set the same --token / VIGIL_PROBE_TOKEN as the coordinator',
         });
         return;
       }
@@ -124,7 +125,10 @@ export async function startProbeServer(opts: ProbeServerOptions): Promise<ProbeS
           };
           live.set(id, { session, stream: call });
           call.write({ welcome: { session_id: id, heartbeat_interval_ms: heartbeatMs } });
-          opts.logger.info({ peer, node: hello.node_name, location: hello.location, capacity }, 'probe hello');
+          opts.logger.info(
+            { peer, node: hello.node_name, location: hello.location, capacity },
+            'probe hello',
+          );
           opts.scheduler.sessionOpened(session);
           return;
         }
@@ -155,7 +159,10 @@ export async function startProbeServer(opts: ProbeServerOptions): Promise<ProbeS
     const now = opts.clock.now();
     for (const { session, stream } of [...live.values()]) {
       if (now - session.lastSeenAt > probeTimeoutMs) {
-        opts.logger.warn({ sessionId: session.id, location: session.location }, 'probe silent, dropped');
+        opts.logger.warn(
+          { sessionId: session.id, location: session.location },
+          'probe silent, dropped',
+        );
         session.close(`no message for ${probeTimeoutMs / 1000} s`);
         continue;
       }

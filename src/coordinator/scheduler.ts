@@ -254,8 +254,12 @@ export class Scheduler {
         if (!entry) continue;
         const exclusive = u.excludeLocation !== null && now < u.excludeUntil;
         const onlyThere =
-          exclusive && u.excludeLocation !== null && !this.registry.hasOtherLocation(u.excludeLocation);
-        const session = onlyThere ? null : this.registry.pick(exclusive ? u.excludeLocation : null, null);
+          exclusive &&
+          u.excludeLocation !== null &&
+          !this.registry.hasOtherLocation(u.excludeLocation);
+        const session = onlyThere
+          ? null
+          : this.registry.pick(exclusive ? u.excludeLocation : null, null);
         if (session) this.assign(session, entry, u.purpose, u.excludeLocation, u.excludeUntil);
         else {
           waiting.push(u);
@@ -391,7 +395,10 @@ export class Scheduler {
       for (const run of session.inflight.values()) {
         if (run.deadline > now) continue;
         session.inflight.delete(run.runId);
-        this.log.warn({ checkId: run.checkId, sessionId: session.id }, 'run lost, no result in time');
+        this.log.warn(
+          { checkId: run.checkId, sessionId: session.id },
+          'run lost, no result in time',
+        );
         this.requeue(run);
       }
     }

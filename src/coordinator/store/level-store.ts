@@ -10,7 +10,13 @@ import { VigilError } from '../../common/errors.js';
 import type { Check, Monitor, User } from '../../domain/check.js';
 import type { OutboxEvent } from '../../domain/events.js';
 import type { CheckState } from '../../domain/transition.js';
-import { INITIAL_SEQUENCES, type Sequences, type Snapshot, type Store, type StoreOp } from './store.js';
+import {
+  INITIAL_SEQUENCES,
+  type Sequences,
+  type Snapshot,
+  type Store,
+  type StoreOp,
+} from './store.js';
 
 type Kind = Exclude<StoreOp['kind'], 'seq'>;
 
@@ -26,6 +32,7 @@ export class LevelStore implements Store {
   private readonly db: Level<string, unknown>;
   private queue: Pending[] = [];
   private flushing: Promise<void> | null = null;
+  private closed = false;
 
   private constructor(db: Level<string, unknown>) {
     this.db = db;
@@ -40,7 +47,10 @@ export class LevelStore implements Store {
     try {
       await mkdir(dir, { recursive: true });
     } catch (err) {
-      throw new VigilError('VIGIL_ERR_CONFIG', `Cannot create data directory ${dir}: ${String(err)}`);
+      throw new VigilError(
+        'VIGIL_ERR_CONFIG',
+        `Cannot create data directory ${dir}: ${String(err)}`,
+      );
     }
     const db = new Level<string, unknown>(`${dir}/store`, { valueEncoding: 'json' });
     try {
@@ -60,8 +70,17 @@ export class LevelStore implements Store {
     return new LevelStore(db);
   }
 
-  private sub(kind: Kind | 'meta') {
+  private readonly subs = new Map<Kind | 'meta', ReturnType<LevelStore['makeSub']>>();
+
+  private makeSub(kind: Kind | 'meta') {
     return this.db.sublevel<string, unknown>(kind, { valueEncoding: 'json' });
+  }
+
+  /** The sublevel of one kind of record (created once, reused on the hot path). */
+  private sub(kind: Kind | 'meta') {
+    let s = this.subs.get(kind);
+    if (!s) this.subs.set(kind, (s = this.makeSub(kind)));
+    return s;
   }
 
   async load(): Promise<Snapshot> {
@@ -82,6 +101,9 @@ export class LevelStore implements Store {
   }
 
   write(ops: StoreOp[]): Promise<void> {
+    if (this.closed) {
+      return Promise.reject(new VigilError('VIGIL_ERR_UNAVAILABLE', 'The store is closed.'));
+    }
     return new Promise((resolve, reject) => {
       this.queue.push({ ops, resolve, reject });
       if (!this.flushing) this.flushing = this.flushSoon();
@@ -93,19 +115,19 @@ export class LevelStore implements Store {
     while (this.queue.length > 0) {
       const group = this.queue;
       this.queue = [];
-      const batch = this.db.batch();
-      for (const { ops } of group) {
-        for (const op of ops) {
-          if (op.kind === 'seq') {
-            batch.put('seq', op.value, { sublevel: this.sub('meta') });
-          } else if (op.value === null) {
-            batch.del(key(op.id), { sublevel: this.sub(op.kind) });
-          } else {
-            batch.put(key(op.id), op.value, { sublevel: this.sub(op.kind) });
+      try {
+        const batch = this.db.batch();
+        for (const { ops } of group) {
+          for (const op of ops) {
+            if (op.kind === 'seq') {
+              batch.put('seq', op.value, { sublevel: this.sub('meta') });
+            } else if (op.value === null) {
+              batch.del(key(op.id), { sublevel: this.sub(op.kind) });
+            } else {
+              batch.put(key(op.id), op.value, { sublevel: this.sub(op.kind) });
+            }
           }
         }
-      }
-      try {
         await batch.write();
         for (const p of group) p.resolve();
       } catch (err) {
@@ -116,8 +138,8 @@ export class LevelStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     while (this.flushing) await this.flushing;
     await this.db.close();
   }
 }
-

@@ -1,0 +1,68 @@
+/**
+ * The HTTP facade: a fastify app serving `/webapi` (spec §4–§5, CONTRACT §3–§4) and the
+ * operator route `/_admin/users`. A factory only: it never listens, so tests `inject()` or
+ * `listen({ port: 0 })` it and `main` decides the address.
+ *
+ * Layout: `vigil-errors` on the root (JSON errors, 404), then one encapsulated context with
+ * `vigil-auth` and the check, monitor and account routes, then one context for the admin
+ * route with its own token check and error body.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { logger as moduleLogger, type Logger } from '../common/logger.js';
+import type { UserAdmin, VigilService } from '../common/service.js';
+import { authPlugin } from './plugins/auth.js';
+import { errorsPlugin, frameworkErrorHandler } from './plugins/errors.js';
+import { RequestLogController } from './plugins/request-log.js';
+import { accountRoutes } from './routes/account.js';
+import { adminRoutes } from './routes/admin.js';
+import { checkRoutes } from './routes/checks.js';
+import { monitorRoutes } from './routes/monitors.js';
+
+/** Largest accepted request body, bytes (CONTRACT §4: larger → 413). */
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+/** Options of {@link buildApp}. */
+export interface BuildAppOptions {
+  /** The account-holder surface behind `/webapi`. */
+  service: VigilService;
+  /** The operator surface behind `POST /_admin/users`. */
+  admin: UserAdmin;
+  /** Secret of the `x-vigil-admin-token` header; an empty string disables the admin route. */
+  adminToken: string;
+  /**
+   * Logger for request lines and 5xx causes; tokens and query strings are never logged.
+   * @default logger('facade') from common/logger
+   */
+  logger?: Logger;
+}
+
+/**
+ * Builds the facade app, not listening. Call `await app.ready()` (or `listen`) before use and
+ * `await app.close()` after; closing the app does not close the service.
+ */
+export function buildApp(opts: BuildAppOptions): FastifyInstance {
+  const { service, admin, adminToken } = opts;
+  const log: FastifyBaseLogger = opts.logger ?? moduleLogger('facade');
+  const app = Fastify({
+    loggerInstance: log,
+    logController: new RequestLogController(),
+    bodyLimit: BODY_LIMIT_BYTES,
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    return503OnClosing: true,
+    frameworkErrors: frameworkErrorHandler,
+  });
+
+  // JSON only: a text/plain body is refused with 415 instead of reaching a route as a string.
+  app.removeContentTypeParser('text/plain');
+
+  void app.register(errorsPlugin);
+  void app.register(async (webapi) => {
+    await webapi.register(authPlugin, { service });
+    await webapi.register(checkRoutes, { service });
+    await webapi.register(monitorRoutes, { service });
+    await webapi.register(accountRoutes, { service });
+  });
+  void app.register(adminRoutes, { admin, adminToken });
+  return app;
+}
