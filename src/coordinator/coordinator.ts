@@ -87,7 +87,7 @@ export class Coordinator implements VigilService, UserAdmin {
     this.scheduler = new Scheduler({
       clock: this.clock,
       registry: this.registry,
-      logger: makeLogger('scheduler'),
+      logger: this.log.child({ component: 'scheduler' }),
       runTimeoutMs: opts.runTimeoutMs ?? 30_000,
       onOutcome: (checkId, outcome) => {
         void this.actors
@@ -100,7 +100,7 @@ export class Coordinator implements VigilService, UserAdmin {
       clock: this.clock,
       store,
       seq,
-      logger: makeLogger('dispatcher'),
+      logger: this.log.child({ component: 'dispatcher' }),
       webhookUrl: (userId) => this.users.get(userId)?.webhookUrl ?? null,
       ...opts.delivery,
     });
@@ -112,7 +112,7 @@ export class Coordinator implements VigilService, UserAdmin {
       monitor: (id) => this.monitors.get(id),
       user: (id) => this.users.get(id),
       deliver: (event) => this.dispatcher.enqueue(event),
-      logger: makeLogger('check-actor'),
+      logger: this.log.child({ component: 'check-actor' }),
     };
   }
 
@@ -130,7 +130,7 @@ export class Coordinator implements VigilService, UserAdmin {
       for (const check of snap.checks) {
         c.addActor(check, snap.states.get(check.id) ?? initialCheckState());
       }
-      c.dispatcher.load(snap.events);
+      c.dispatcher.load(snap.events.filter((e) => c.monitors.has(e.monitorId)));
       return c;
     } catch (err) {
       await store.close();
@@ -269,6 +269,7 @@ export class Coordinator implements VigilService, UserAdmin {
     for (const id of checkIds) this.actors.delete(id);
     this.checksByMonitor.delete(monitorId);
     this.monitors.delete(monitorId);
+    this.dispatcher.forgetMonitor(monitorId); // CONTRACT §3: nothing more is sent for it
   }
 
   getCheck(userId: number, checkId: number): CheckView {

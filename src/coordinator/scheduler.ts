@@ -106,7 +106,6 @@ export class Scheduler {
   start(): void {
     this.running = true;
     this.armHeap();
-    this.sweep();
   }
 
   stop(): void {
@@ -313,6 +312,11 @@ export class Scheduler {
     };
     if (purpose === 'scheduled') entry.scheduledRunId = run.runId;
     this.registry.dispatch(session, run);
+    if (!this.sweepTimer) this.armSweep();
+  }
+
+  private armSweep(): void {
+    this.sweepTimer = this.clock.setTimer(() => this.sweep(), 1000);
   }
 
   private push(item: HeapItem): void {
@@ -387,11 +391,14 @@ export class Scheduler {
     h[i] = item;
   }
 
-  /** Every second: runs past their deadline are lost and re-run. */
+  /** Every second while runs are in flight: runs past their deadline are lost and re-run. */
   private sweep(): void {
+    this.sweepTimer = null;
     if (!this.running) return;
     const now = this.clock.now();
+    let inflight = 0;
     for (const session of this.registry.all()) {
+      inflight += session.inflight.size;
       for (const run of session.inflight.values()) {
         if (run.deadline > now) continue;
         session.inflight.delete(run.runId);
@@ -403,6 +410,6 @@ export class Scheduler {
       }
     }
     this.pump();
-    this.sweepTimer = this.clock.setTimer(() => this.sweep(), 1000);
+    if (inflight > 0 && !this.sweepTimer) this.armSweep();
   }
 }

@@ -115,23 +115,33 @@ export class LevelStore implements Store {
     while (this.queue.length > 0) {
       const group = this.queue;
       this.queue = [];
-      try {
-        const batch = this.db.batch();
-        for (const { ops } of group) {
-          for (const op of ops) {
-            if (op.kind === 'seq') {
-              batch.put('seq', op.value, { sublevel: this.sub('meta') });
-            } else if (op.value === null) {
-              batch.del(key(op.id), { sublevel: this.sub(op.kind) });
-            } else {
-              batch.put(key(op.id), op.value, { sublevel: this.sub(op.kind) });
-            }
-          }
+      // Encode each caller's ops on their own: a value that cannot be stored fails only the
+      // write it belongs to, never the others grouped into the same batch.
+      const accepted: Pending[] = [];
+      const batch = this.db.batch();
+      for (const pending of group) {
+        let encoded: Array<[Kind | 'meta', string, string | null]>;
+        try {
+          encoded = pending.ops.map((op) =>
+            op.kind === 'seq'
+              ? ['meta', 'seq', JSON.stringify(op.value)]
+              : [op.kind, key(op.id), op.value === null ? null : JSON.stringify(op.value)],
+          );
+        } catch (err) {
+          pending.reject(err);
+          continue;
         }
+        for (const [kind, k, v] of encoded) {
+          if (v === null) batch.del(k, { sublevel: this.sub(kind) });
+          else batch.put(k, v, { sublevel: this.sub(kind), valueEncoding: 'utf8' });
+        }
+        accepted.push(pending);
+      }
+      try {
         await batch.write();
-        for (const p of group) p.resolve();
+        for (const p of accepted) p.resolve();
       } catch (err) {
-        for (const p of group) p.reject(err);
+        for (const p of accepted) p.reject(err);
       }
     }
     this.flushing = null;
