@@ -6,7 +6,13 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { VigilError } from './common/errors.js';
-import { parseHostPort, parseLocation, parseLocations, parsePort, parsePositiveInt } from './cli/options.js';
+import {
+  parseHostPort,
+  parseLocation,
+  parseLocations,
+  parsePort,
+  parsePositiveInt,
+} from './cli/options.js';
 import { startProbe, startService } from './cli/serve.js';
 import { runAdminOp, type AdminOp } from './cli/users.js';
 
@@ -23,11 +29,14 @@ const grpcPortOption = (): Option =>
     .argParser(parsePort)
     .default(50051);
 const httpHostOption = (): Option =>
-  new Option('--http-host <host>', 'interface the HTTP API listens on').env('VIGIL_HTTP_HOST').default('127.0.0.1');
+  new Option('--http-host <host>', 'interface the HTTP API listens on')
+    .env('VIGIL_HTTP_HOST')
+    .default('127.0.0.1');
 const tokenOption = (): Option =>
-  new Option('--token <token>', 'shared probe token (generated into DIR/probe.token if absent)').env(
-    'VIGIL_PROBE_TOKEN',
-  );
+  new Option(
+    '--token <token>',
+    'shared probe token (generated into DIR/probe.token if absent)',
+  ).env('VIGIL_PROBE_TOKEN');
 
 interface ServeFlags {
   dataDir: string;
@@ -96,7 +105,9 @@ export function buildCli(): Command {
     .version('0.1.0')
     .showSuggestionAfterError(false)
     .exitOverride()
-    .configureOutput({ outputError: (str, write) => write(`vigil: ${str.replace(/^error: /, '').trim()}\n`) });
+    .configureOutput({
+      outputError: (str, write) => write(`vigil: ${str.replace(/^error: /, '').trim()}\n`),
+    });
 
   program
     .command('start')
@@ -105,7 +116,11 @@ export function buildCli(): Command {
     .addOption(httpPortOption())
     .addOption(grpcPortOption())
     .addOption(httpHostOption())
-    .addOption(new Option('--grpc-host <host>', 'interface for gRPC').env('VIGIL_GRPC_HOST').default('127.0.0.1'))
+    .addOption(
+      new Option('--grpc-host <host>', 'interface for gRPC')
+        .env('VIGIL_GRPC_HOST')
+        .default('127.0.0.1'),
+    )
     .addOption(
       new Option('--locations <names>', 'comma-separated local probe locations')
         .env('VIGIL_LOCATIONS')
@@ -122,7 +137,11 @@ export function buildCli(): Command {
     .addOption(httpPortOption())
     .addOption(grpcPortOption())
     .addOption(httpHostOption())
-    .addOption(new Option('--grpc-host <host>', 'interface for gRPC').env('VIGIL_GRPC_HOST').default('0.0.0.0'))
+    .addOption(
+      new Option('--grpc-host <host>', 'interface for gRPC')
+        .env('VIGIL_GRPC_HOST')
+        .default('0.0.0.0'),
+    )
     .addOption(tokenOption())
     .action((flags: ServeFlags) => serve(flags, []));
 
@@ -141,15 +160,29 @@ export function buildCli(): Command {
         .argParser(parseLocation)
         .makeOptionMandatory(),
     )
-    .addOption(new Option('--local-address <ip>', 'source address of every check connection').env('VIGIL_LOCAL_ADDRESS'))
     .addOption(
-      new Option('--token <token>', 'shared probe token').env('VIGIL_PROBE_TOKEN').makeOptionMandatory(),
+      new Option('--local-address <ip>', 'source address of every check connection').env(
+        'VIGIL_LOCAL_ADDRESS',
+      ),
     )
     .addOption(
-      new Option('--capacity <n>', 'most runs in flight at once').env('VIGIL_PROBE_CAPACITY').argParser(parsePositiveInt),
+      new Option('--token <token>', 'shared probe token')
+        .env('VIGIL_PROBE_TOKEN')
+        .makeOptionMandatory(),
+    )
+    .addOption(
+      new Option('--capacity <n>', 'most runs in flight at once')
+        .env('VIGIL_PROBE_CAPACITY')
+        .argParser(parsePositiveInt),
     )
     .action(
-      (flags: { coordinator: string; location: string; localAddress?: string; token: string; capacity?: number }) => {
+      (flags: {
+        coordinator: string;
+        location: string;
+        localAddress?: string;
+        token: string;
+        capacity?: number;
+      }) => {
         const node = startProbe({
           coordinator: flags.coordinator,
           location: flags.location,
@@ -165,20 +198,36 @@ export function buildCli(): Command {
       },
     );
 
-  const users = program.command('users').description('manage user accounts (works while the service runs)');
+  const users = program
+    .command('users')
+    .description('manage user accounts (works while the service runs)');
   users
     .command('create')
     .description('create a user and print it as JSON (with its API token)')
     .addOption(dataDirOption())
     .requiredOption('--email <email>', 'email address (unique)')
-    .addOption(new Option('--plan <plan>', 'plan').choices(['free', 'pro', 'business']).default('free'))
+    .addOption(
+      new Option('--plan <plan>', 'plan').choices(['free', 'pro', 'business']).default('free'),
+    )
     .option('--webhook-url <url>', 'where webhooks are POSTed')
     .option('--api-enabled', 'activate the API at once', false)
-    .action((f: { dataDir: string; email: string; plan: string; webhookUrl?: string; apiEnabled: boolean }) =>
-      admin(f.dataDir, {
-        op: 'create',
-        args: { email: f.email, plan: f.plan, webhookUrl: f.webhookUrl ?? null, apiEnabled: f.apiEnabled },
-      }),
+    .action(
+      (f: {
+        dataDir: string;
+        email: string;
+        plan: string;
+        webhookUrl?: string;
+        apiEnabled: boolean;
+      }) =>
+        admin(f.dataDir, {
+          op: 'create',
+          args: {
+            email: f.email,
+            plan: f.plan,
+            webhookUrl: f.webhookUrl ?? null,
+            apiEnabled: f.apiEnabled,
+          },
+        }),
     );
   users
     .command('list')
@@ -190,7 +239,9 @@ export function buildCli(): Command {
     .description('print one user as JSON')
     .addOption(dataDirOption())
     .requiredOption('--email <email>', 'email address')
-    .action((f: { dataDir: string; email: string }) => admin(f.dataDir, { op: 'show', args: { email: f.email } }));
+    .action((f: { dataDir: string; email: string }) =>
+      admin(f.dataDir, { op: 'show', args: { email: f.email } }),
+    );
   users
     .command('set')
     .description("change a user's plan or webhook URL")
@@ -199,13 +250,16 @@ export function buildCli(): Command {
     .addOption(new Option('--plan <plan>', 'plan').choices(['free', 'pro', 'business']))
     .option('--webhook-url <url>', "webhook URL ('' removes it)")
     .action((f: { dataDir: string; email: string; plan?: string; webhookUrl?: string }) => {
-      if (f.plan === undefined && f.webhookUrl === undefined) fail('give --plan and/or --webhook-url.', 2);
+      if (f.plan === undefined && f.webhookUrl === undefined)
+        fail('give --plan and/or --webhook-url.', 2);
       return admin(f.dataDir, {
         op: 'set',
         args: {
           email: f.email,
           ...(f.plan !== undefined ? { plan: f.plan } : {}),
-          ...(f.webhookUrl !== undefined ? { webhookUrl: f.webhookUrl === '' ? null : f.webhookUrl } : {}),
+          ...(f.webhookUrl !== undefined
+            ? { webhookUrl: f.webhookUrl === '' ? null : f.webhookUrl }
+            : {}),
         },
       });
     });
@@ -217,7 +271,8 @@ export function buildCli(): Command {
     .option('--enable', 'activate')
     .option('--disable', 'deactivate')
     .action((f: { dataDir: string; email: string; enable?: boolean; disable?: boolean }) => {
-      if (Boolean(f.enable) === Boolean(f.disable)) fail('give exactly one of --enable or --disable.', 2);
+      if (Boolean(f.enable) === Boolean(f.disable))
+        fail('give exactly one of --enable or --disable.', 2);
       return admin(f.dataDir, { op: 'api', args: { email: f.email, enabled: Boolean(f.enable) } });
     });
   users
@@ -235,7 +290,13 @@ try {
   await buildCli().parseAsync(process.argv);
 } catch (err) {
   if (err instanceof CommanderError) {
-    process.exit(err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.exitCode === 0 ? 0 : 2);
+    process.exit(
+      err.code === 'commander.helpDisplayed' ||
+        err.code === 'commander.version' ||
+        err.exitCode === 0
+        ? 0
+        : 2,
+    );
   }
   fail(describe(err), 1);
 }

@@ -45,7 +45,10 @@ export async function readAdminToken(dir: string): Promise<string | null> {
 }
 
 /** The configured probe token, else the one saved in the data dir, else a new saved one. */
-export async function resolveProbeToken(dir: string, configured: string | undefined): Promise<string> {
+export async function resolveProbeToken(
+  dir: string,
+  configured: string | undefined,
+): Promise<string> {
   if (configured) return configured;
   try {
     const saved = (await readFile(probeTokenPath(dir), 'utf8')).trim();

@@ -16,20 +16,25 @@ export function parsePort(value: string): number {
 /** A positive whole number. */
 export function parsePositiveInt(value: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1) throw new InvalidArgumentError(`'${value}' is not a positive whole number.`);
+  if (!/^\d+$/.test(value) || n < 1)
+    throw new InvalidArgumentError(`'${value}' is not a positive whole number.`);
   return n;
 }
 
 /** Comma-separated location names, each 1–64 of [A-Za-z0-9_.-]. */
 export function parseLocations(value: string): string[] {
-  const names = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const names = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   if (names.length === 0) throw new InvalidArgumentError('give at least one location name.');
   for (const n of names) {
     if (!/^[A-Za-z0-9_.-]{1,64}$/.test(n)) {
       throw new InvalidArgumentError(`'${n}' is not a location name (letters, digits, _ . -).`);
     }
   }
-  if (new Set(names).size !== names.length) throw new InvalidArgumentError('location names must differ.');
+  if (new Set(names).size !== names.length)
+    throw new InvalidArgumentError('location names must differ.');
   return names;
 }
 

@@ -96,7 +96,11 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     }
     await Promise.all(probes.map((p) => p.ready()));
     log.info(
-      { http: `http://${opts.httpHost}:${httpPort}/webapi/`, grpc: probeServer.port, locations: opts.locations },
+      {
+        http: `http://${opts.httpHost}:${httpPort}/webapi/`,
+        grpc: probeServer.port,
+        locations: opts.locations,
+      },
       'vigil is running',
     );
     let closing: Promise<void> | null = null;

@@ -11,7 +11,10 @@ import { readAdminToken, readEndpoints } from './data-dir.js';
 
 /** One operator action, as sent to the admin route. */
 export type AdminOp =
-  | { op: 'create'; args: { email: string; plan?: string; webhookUrl?: string | null; apiEnabled?: boolean } }
+  | {
+      op: 'create';
+      args: { email: string; plan?: string; webhookUrl?: string | null; apiEnabled?: boolean };
+    }
   | { op: 'list'; args: Record<string, never> }
   | { op: 'show'; args: { email: string } }
   | { op: 'set'; args: { email: string; plan?: string; webhookUrl?: string | null } }
@@ -73,9 +76,17 @@ async function viaService(dataDir: string, action: AdminOp, locked: VigilError):
     headersTimeout: 10_000,
     bodyTimeout: 10_000,
   });
-  const body = (await res.body.json()) as { code?: ErrorCode; message?: string; errors?: Record<string, string[]> };
+  const body = (await res.body.json()) as {
+    code?: ErrorCode;
+    message?: string;
+    errors?: Record<string, string[]>;
+  };
   if (res.statusCode === 200) return body;
-  throw new VigilError(body.code ?? 'VIGIL_ERR_INTERNAL', body.message ?? `HTTP ${res.statusCode}`, {
-    ...(body.errors ? { fields: body.errors } : {}),
-  });
+  throw new VigilError(
+    body.code ?? 'VIGIL_ERR_INTERNAL',
+    body.message ?? `HTTP ${res.statusCode}`,
+    {
+      ...(body.errors ? { fields: body.errors } : {}),
+    },
+  );
 }

@@ -217,7 +217,11 @@ export class Dispatcher {
 function describeFailure(err: unknown, timeoutMs: number): string {
   const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string } };
   const code = e.code ?? e.cause?.code;
-  if (e.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+  if (
+    e.name === 'TimeoutError' ||
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT'
+  ) {
     return `Timed out after ${timeoutMs / 1000} s`;
   }
   if (code === 'ECONNREFUSED') return 'Connection refused';

@@ -154,7 +154,12 @@ export function applyUptimeResult(state: CheckState, run: RunOutcome, rules: Upt
   if (outage.verifiedVia === null) {
     const verifies = run.purpose === 'verify' || run.location !== outage.detectedBy;
     if (!verifies) return { state: { ...seen, outage: failing }, effects: [] };
-    return confirm({ ...seen, status: 'nok' }, { ...failing, verifiedVia: run.location }, run, rules);
+    return confirm(
+      { ...seen, status: 'nok' },
+      { ...failing, verifiedVia: run.location },
+      run,
+      rules,
+    );
   }
   if (outage.notified) return { state: { ...seen, status: 'nok', outage: failing }, effects: [] };
   return confirm({ ...seen, status: 'nok' }, failing, run, rules);

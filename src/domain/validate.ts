@@ -51,7 +51,9 @@ export function validateCheckPatch(
   if (has('notification_threshold')) {
     const v = patch.notification_threshold;
     if (typeof v !== 'number' || !Number.isInteger(v)) {
-      errors.notification_threshold = ['The notification threshold must be a whole number of seconds.'];
+      errors.notification_threshold = [
+        'The notification threshold must be a whole number of seconds.',
+      ];
     } else if (!NOTIFICATION_THRESHOLDS_SECONDS.includes(v)) {
       errors.notification_threshold = [
         `The notification threshold must be one of ${list(NOTIFICATION_THRESHOLDS_SECONDS)}.`,
@@ -61,7 +63,9 @@ export function validateCheckPatch(
   if (has('expiry_threshold_days')) {
     const v = patch.expiry_threshold_days;
     if (check.name !== 'certificate_health') {
-      errors.expiry_threshold_days = ['The expiry threshold applies to certificate_health checks only.'];
+      errors.expiry_threshold_days = [
+        'The expiry threshold applies to certificate_health checks only.',
+      ];
     } else if (v !== null && (typeof v !== 'number' || !EXPIRY_THRESHOLDS_DAYS.includes(v))) {
       errors.expiry_threshold_days = [
         `The expiry threshold must be null or one of ${list(EXPIRY_THRESHOLDS_DAYS)}.`,
@@ -104,7 +108,11 @@ export function webhookUrlProblem(value: unknown): string | null {
 
 /** Why `value` is not an email address, or null. */
 export function emailProblem(value: unknown): string | null {
-  if (typeof value !== 'string' || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value) || value.length > 254) {
+  if (
+    typeof value !== 'string' ||
+    !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value) ||
+    value.length > 254
+  ) {
     return 'The email must be a valid email address.';
   }
   return null;

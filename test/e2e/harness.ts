@@ -18,7 +18,11 @@ export const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url))
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Poll `fn` every 100 ms until it returns a value other than undefined, or throw after `ms`. */
-export async function waitFor<T>(what: string, fn: () => T | undefined | Promise<T | undefined>, ms = 20_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => T | undefined | Promise<T | undefined>,
+  ms = 20_000,
+): Promise<T> {
   const until = Date.now() + ms;
   for (;;) {
     const v = await fn();
@@ -38,7 +42,8 @@ export async function freePort(): Promise<number> {
 }
 
 export function nginxBinary(): string | null {
-  for (const p of ['/usr/sbin/nginx', '/usr/bin/nginx', '/usr/local/sbin/nginx']) if (existsSync(p)) return p;
+  for (const p of ['/usr/sbin/nginx', '/usr/bin/nginx', '/usr/local/sbin/nginx'])
+    if (existsSync(p)) return p;
   return null;
 }
 
@@ -71,7 +76,9 @@ export class Nginx {
         `  server {\n    listen 127.0.0.1:${this.port};\n` +
         `    location / {\n      if (-f ${this.maintFile}) { return 503; }\n      default_type text/plain;\n      return 200 "ok\\n";\n    }\n  }\n}\n`,
     );
-    this.proc = spawn(bin, ['-c', conf, '-p', this.dir, '-e', join(this.dir, 'error.log')], { stdio: 'ignore' });
+    this.proc = spawn(bin, ['-c', conf, '-p', this.dir, '-e', join(this.dir, 'error.log')], {
+      stdio: 'ignore',
+    });
     await waitFor('nginx to answer', async () => {
       try {
         const res = await fetch(`http://127.0.0.1:${this.port}/site`);
@@ -102,7 +109,10 @@ export class Nginx {
 export interface ReceivedWebhook {
   headers: IncomingHttpHeaders;
   raw: string;
-  body: { check: Record<string, unknown> & { meta?: Record<string, unknown> }; monitor: Record<string, unknown> };
+  body: {
+    check: Record<string, unknown> & { meta?: Record<string, unknown> };
+    monitor: Record<string, unknown>;
+  };
   at: number;
 }
 
@@ -153,7 +163,9 @@ export class VigilProcess {
   constructor(readonly dataDir: string) {}
 
   async start(args: string[] = ['--locations', 'local-a,local-b']): Promise<void> {
-    await (await import('node:fs/promises')).rm(join(this.dataDir, 'endpoints.json'), { force: true });
+    await (
+      await import('node:fs/promises')
+    ).rm(join(this.dataDir, 'endpoints.json'), { force: true });
     this.stderr = '';
     this.proc = spawn(
       process.execPath,
@@ -166,7 +178,9 @@ export class VigilProcess {
       async () => {
         if (this.proc?.exitCode !== null) throw new Error(`vigil exited: ${this.stderr}`);
         try {
-          return JSON.parse(await readFile(join(this.dataDir, 'endpoints.json'), 'utf8')) as { http: number };
+          return JSON.parse(await readFile(join(this.dataDir, 'endpoints.json'), 'utf8')) as {
+            http: number;
+          };
         } catch {
           return undefined;
         }
@@ -189,16 +203,27 @@ export class VigilProcess {
   /** Run `vigil <args>` to completion; returns exit code and output. */
   static async cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     try {
-      const { stdout, stderr } = await promisify(execFile)(process.execPath, [MAIN, ...args], { timeout: 30_000 });
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, [MAIN, ...args], {
+        timeout: 30_000,
+      });
       return { code: 0, stdout, stderr };
     } catch (err) {
       const e = err as { code?: number; stdout?: string; stderr?: string };
-      return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+      return {
+        code: typeof e.code === 'number' ? e.code : -1,
+        stdout: e.stdout ?? '',
+        stderr: e.stderr ?? '',
+      };
     }
   }
 
   /** A JSON request to /webapi with the token as a Bearer header. */
-  async api(method: string, path: string, token: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+  async api(
+    method: string,
+    path: string,
+    token: string,
+    body?: unknown,
+  ): Promise<{ status: number; json: unknown }> {
     const res = await fetch(`http://127.0.0.1:${this.http}${path}`, {
       method,
       headers: {
