@@ -6,12 +6,12 @@ export interface Heartbeat {
   /**
    * Sender's wall clock, ms since the Unix epoch.
    */
-  'sent_at_ms'?: (number | string | Long);
+  sent_at_ms?: number | string | Long;
 }
 
 export interface Heartbeat__Output {
   /**
    * Sender's wall clock, ms since the Unix epoch.
    */
-  'sent_at_ms': (number);
+  sent_at_ms: number;
 }

@@ -6,32 +6,32 @@ export interface RunRequest {
   /**
    * Unique per run; results carry it back so that late or duplicate results are ignored.
    */
-  'run_id'?: (number | string | Long);
-  'check_id'?: (number | string | Long);
+  run_id?: number | string | Long;
+  check_id?: number | string | Long;
   /**
    * "uptime" or "certificate_health".
    */
-  'check_name'?: (string);
-  'url'?: (string);
+  check_name?: string;
+  url?: string;
   /**
    * Total time budget for the run, ms.
    */
-  'timeout_ms'?: (number);
+  timeout_ms?: number;
 }
 
 export interface RunRequest__Output {
   /**
    * Unique per run; results carry it back so that late or duplicate results are ignored.
    */
-  'run_id': (number);
-  'check_id': (number);
+  run_id: number;
+  check_id: number;
   /**
    * "uptime" or "certificate_health".
    */
-  'check_name': (string);
-  'url': (string);
+  check_name: string;
+  url: string;
   /**
    * Total time budget for the run, ms.
    */
-  'timeout_ms': (number);
+  timeout_ms: number;
 }

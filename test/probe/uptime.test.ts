@@ -1,0 +1,343 @@
+/**
+ * The uptime check (CONTRACT §5) through a real CheckPool (worker threads), against raw
+ * loopback servers on port 0.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import * as net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { CheckPool } from '../../src/probe/pool.js';
+import type { CheckTaskResult } from '../../src/probe/task.js';
+
+interface Loopback {
+  server: http.Server;
+  /** Base URL, e.g. http://127.0.0.1:PORT */
+  url: string;
+  /** TCP connections accepted so far. */
+  connections: number;
+  /** Remote addresses of accepted connections, in order. */
+  remotes: string[];
+}
+
+const servers: net.Server[] = [];
+
+async function listen<S extends net.Server>(server: S, host = '127.0.0.1'): Promise<number> {
+  servers.push(server);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, host, () => resolve());
+  });
+  return (server.address() as net.AddressInfo).port;
+}
+
+async function startHttp(handler: http.RequestListener): Promise<Loopback> {
+  const server = http.createServer(handler);
+  const lb: Loopback = { server, url: '', connections: 0, remotes: [] };
+  server.on('connection', (socket) => {
+    lb.connections += 1;
+    lb.remotes.push(socket.remoteAddress ?? '');
+  });
+  lb.url = `http://127.0.0.1:${await listen(server)}`;
+  return lb;
+}
+
+/** A port nothing listens on: listen, note the port, close. */
+async function deadPort(): Promise<number> {
+  const server = net.createServer();
+  const port = await new Promise<number>((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port)),
+  );
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Whether this machine lets a socket bind `address` (Linux loopback is a whole /8). */
+async function canBind(address: string): Promise<boolean> {
+  const server = net.createServer((socket) => socket.destroy());
+  const port = await listen(server);
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port, localAddress: address });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+const fixture = (name: string): Buffer =>
+  readFileSync(new URL(`../../../test/fixtures/tls/${name}`, import.meta.url));
+
+describe('uptime check through CheckPool', () => {
+  let pool: CheckPool;
+  let site: Loopback;
+
+  before(async () => {
+    pool = new CheckPool({ threads: 2, localAddress: null });
+    site = await startHttp((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      const path = url.pathname;
+      const hop = /^\/hops\/(\d+)$/.exec(path);
+      if (hop) {
+        // /hops/N redirects N more times, then answers 200.
+        const left = Number(hop[1]);
+        if (left === 0) {
+          res.end('arrived');
+          return;
+        }
+        res.writeHead(left % 2 === 0 ? 301 : 302, { location: `/hops/${left - 1}` });
+        res.end();
+        return;
+      }
+      switch (path) {
+        case '/ok':
+          res.end('hello');
+          return;
+        case '/chain-301':
+          res.writeHead(301, { location: '/chain-302' }).end();
+          return;
+        case '/chain-302':
+          res.writeHead(302, { location: '/ok' }).end();
+          return;
+        case '/503':
+          res.writeHead(503).end('down');
+          return;
+        case '/404':
+          res.writeHead(404).end('missing');
+          return;
+        case '/599':
+          res.writeHead(599).end();
+          return;
+        case '/304':
+          res.writeHead(304).end();
+          return;
+        case '/hang':
+          return; // never answers
+        case '/reset':
+          req.socket.destroy();
+          return;
+        case '/slow':
+          setTimeout(() => res.end('slow'), 300);
+          return;
+        case '/endless': {
+          // Streams forever; the check must stop reading at its body limit.
+          res.writeHead(200, { 'content-type': 'application/octet-stream' });
+          const chunk = Buffer.alloc(64 * 1024, 0x61);
+          const pump = (): void => {
+            while (!res.destroyed && res.write(chunk));
+            if (!res.destroyed) res.once('drain', pump);
+          };
+          pump();
+          return;
+        }
+        default:
+          res.writeHead(500).end();
+      }
+    });
+  });
+
+  after(async () => {
+    await pool.close();
+    for (const s of servers) {
+      if (s instanceof http.Server) s.closeAllConnections();
+      s.close();
+    }
+  });
+
+  const run = (path: string, timeoutMs = 5000, base?: string): Promise<CheckTaskResult> =>
+    pool.run({ checkName: 'uptime', url: `${base ?? site.url}${path}`, timeoutMs });
+
+  test('200 is up', { timeout: 20_000 }, async () => {
+    const before = Date.now();
+    const r = await run('/ok');
+    assert.equal(r.ok, true);
+    assert.equal(r.httpStatusCode, 200);
+    assert.equal(r.error, '');
+    assert.ok(
+      r.responseTimeMs > 0 && r.responseTimeMs < 5000,
+      `responseTimeMs ${r.responseTimeMs}`,
+    );
+    assert.ok(r.startedAtMs >= before && r.startedAtMs <= Date.now());
+    const timings = (r.detail as { timings: Record<string, number | null> }).timings;
+    assert.equal(timings.dnsMs, null, 'an IP literal needs no lookup');
+    assert.ok(typeof timings.tcpMs === 'number' && timings.tcpMs >= 0);
+    assert.ok(typeof timings.firstByteMs === 'number' && timings.firstByteMs <= r.responseTimeMs);
+  });
+
+  test('a 301 → 302 → 200 chain is up with the final status', { timeout: 20_000 }, async () => {
+    const r = await run('/chain-301');
+    assert.equal(r.ok, true);
+    assert.equal(r.httpStatusCode, 200);
+    assert.equal(r.error, '');
+    assert.equal((r.detail as { redirects: number }).redirects, 2);
+  });
+
+  test('exactly 5 redirects are followed', { timeout: 20_000 }, async () => {
+    const r = await run('/hops/5');
+    assert.equal(r.ok, true, r.error);
+    assert.equal(r.httpStatusCode, 200);
+    assert.equal((r.detail as { redirects: number }).redirects, 5);
+  });
+
+  test('6 redirects fail as too many', { timeout: 20_000 }, async () => {
+    const r = await run('/hops/6');
+    assert.equal(r.ok, false);
+    assert.equal(r.httpStatusCode, 0);
+    assert.equal(r.error, '0 - Too many redirects (more than 5)');
+  });
+
+  test('503 is down with its reason phrase', { timeout: 20_000 }, async () => {
+    const r = await run('/503');
+    assert.equal(r.ok, false);
+    assert.equal(r.httpStatusCode, 503);
+    assert.equal(r.error, '503 - Service Unavailable');
+  });
+
+  test('404 is down', { timeout: 20_000 }, async () => {
+    const r = await run('/404');
+    assert.equal(r.ok, false);
+    assert.equal(r.httpStatusCode, 404);
+    assert.equal(r.error, '404 - Not Found');
+  });
+
+  test('a status without a reason phrase says Unknown Status', { timeout: 20_000 }, async () => {
+    const r = await run('/599');
+    assert.equal(r.ok, false);
+    assert.equal(r.httpStatusCode, 599);
+    assert.equal(r.error, '599 - Unknown Status');
+  });
+
+  test('a 3xx without Location is a final answer and up', { timeout: 20_000 }, async () => {
+    const r = await run('/304');
+    assert.equal(r.ok, true);
+    assert.equal(r.httpStatusCode, 304);
+  });
+
+  test('a refused connection is down with code 0', { timeout: 20_000 }, async () => {
+    const port = await deadPort();
+    const r = await run('/', 5000, `http://127.0.0.1:${port}`);
+    assert.equal(r.ok, false);
+    assert.equal(r.httpStatusCode, 0);
+    assert.equal(r.error, '0 - Connection refused');
+  });
+
+  test('a server that never answers times out at the budget', { timeout: 20_000 }, async () => {
+    const r = await run('/hang', 500);
+    assert.equal(r.ok, false);
+    assert.equal(r.httpStatusCode, 0);
+    assert.equal(r.error, '0 - Timed out after 0.5 s');
+    assert.ok(r.responseTimeMs >= 450 && r.responseTimeMs < 3000, `took ${r.responseTimeMs} ms`);
+  });
+
+  test('a reset connection is down with code 0', { timeout: 20_000 }, async () => {
+    const r = await run('/reset');
+    assert.equal(r.ok, false);
+    assert.equal(r.httpStatusCode, 0);
+    assert.ok(
+      r.error === '0 - Connection reset' || r.error === '0 - Connection closed',
+      `error was ${JSON.stringify(r.error)}`,
+    );
+  });
+
+  test(
+    'an endless body is read up to the limit and counts as done',
+    { timeout: 20_000 },
+    async () => {
+      const r = await run('/endless', 5000);
+      assert.equal(r.ok, true, r.error);
+      assert.equal(r.httpStatusCode, 200);
+      assert.ok(r.responseTimeMs < 5000);
+    },
+  );
+
+  test('a TLS failure is down with a TLS error', { timeout: 20_000 }, async () => {
+    const server = https.createServer(
+      { key: fixture('self-signed-key.pem'), cert: fixture('self-signed-cert.pem') },
+      (_req, res) => res.end('secret'),
+    );
+    const port = await listen(server);
+    const r = await run('/', 5000, `https://localhost:${port}`);
+    assert.equal(r.ok, false);
+    assert.equal(r.httpStatusCode, 0);
+    assert.equal(r.error, '0 - TLS error: self-signed certificate');
+    const timings = (r.detail as { timings: Record<string, number | null> }).timings;
+    assert.ok(typeof timings.dnsMs === 'number', 'localhost is looked up');
+  });
+
+  test('every run opens a fresh connection', { timeout: 20_000 }, async () => {
+    const fresh = await startHttp((_req, res) => res.end('ok'));
+    for (let i = 0; i < 3; i++) {
+      const r = await run('/', 5000, fresh.url);
+      assert.equal(r.ok, true);
+    }
+    assert.equal(fresh.connections, 3);
+  });
+
+  test('runs proceed concurrently on the workers', { timeout: 20_000 }, async () => {
+    const started = performance.now();
+    const results = await Promise.all(Array.from({ length: 50 }, () => run('/slow', 15_000)));
+    const elapsed = performance.now() - started;
+    assert.deepEqual(
+      results.filter((r) => !r.ok).map((r) => r.error),
+      [],
+    );
+    // 50 runs of 300 ms each, one after the other, would take 15 s.
+    assert.ok(elapsed < 7500, `took ${elapsed} ms`);
+  });
+
+  test('certificate_health is not implemented yet and says so', { timeout: 20_000 }, async () => {
+    const r = await pool.run({
+      checkName: 'certificate_health',
+      url: 'https://localhost/',
+      timeoutMs: 1000,
+    });
+    assert.equal(r.ok, false);
+    assert.equal(r.httpStatusCode, 0);
+    assert.deepEqual(r.detail, { unsupported: true });
+  });
+
+  test('the local address is honored', { timeout: 20_000 }, async (t) => {
+    const target = await startHttp((_req, res) => res.end('ok'));
+    const bound = new CheckPool({ threads: 1, localAddress: '127.0.0.1' });
+    try {
+      const r = await bound.run({ checkName: 'uptime', url: `${target.url}/`, timeoutMs: 5000 });
+      assert.equal(r.ok, true, r.error);
+      assert.equal(target.remotes.at(-1), '127.0.0.1');
+
+      if (!(await canBind('127.0.0.2'))) {
+        t.diagnostic('127.0.0.2 cannot be bound here; skipped that half');
+        return;
+      }
+      const other = await bound.run({
+        checkName: 'uptime',
+        url: `${target.url}/`,
+        timeoutMs: 5000,
+        localAddress: '127.0.0.2',
+      });
+      assert.equal(other.ok, true, other.error);
+      assert.equal(target.remotes.at(-1), '127.0.0.2');
+    } finally {
+      await bound.close();
+    }
+  });
+
+  test('a pool-wide local address applies to every run', { timeout: 20_000 }, async (t) => {
+    const target = await startHttp((_req, res) => res.end('ok'));
+    if (!(await canBind('127.0.0.2'))) {
+      t.skip('127.0.0.2 cannot be bound here');
+      return;
+    }
+    const bound = new CheckPool({ threads: 1, localAddress: '127.0.0.2' });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const r = await bound.run({ checkName: 'uptime', url: `${target.url}/`, timeoutMs: 5000 });
+        assert.equal(r.ok, true, r.error);
+      }
+      assert.deepEqual(target.remotes, ['127.0.0.2', '127.0.0.2']);
+    } finally {
+      await bound.close();
+    }
+  });
+});

@@ -1,0 +1,52 @@
+/**
+ * The shapes that cross the thread boundary between the probe's CheckPool and its workers
+ * (CONTRACT §7). Plain, structured-clone-safe data only: no classes, no functions, no errors.
+ * Defined here so that workers never import from src/; src/probe/task.ts re-exports them.
+ */
+
+/**
+ * Check names a worker can be asked to run: the domain's CheckName (src/domain/check.ts),
+ * spelled out because workers import nothing from src/ (src/probe/task.ts checks they agree).
+ */
+export type WorkerCheckName = 'uptime' | 'certificate_health';
+
+/** One run of one check, as handed to a worker. */
+export interface CheckTask {
+  /** Which check to run; decides the worker routine (CONTRACT §5). */
+  checkName: WorkerCheckName;
+  /** The monitor's URL, absolute, `http:` or `https:`. */
+  url: string;
+  /** Total time budget for the whole run (DNS, connect, TLS, redirects, body), ms. Normally 30000. */
+  timeoutMs: number;
+  /** Source IP every outgoing connection of this run binds to (`--local-address`), or null for the OS default. */
+  localAddress: string | null;
+}
+
+/**
+ * What one run produced (proto RunResult minus the ids). A site being down is a result,
+ * never an exception: workers always resolve with one of these.
+ */
+export interface CheckTaskResult {
+  /** True when the check passed (uptime: final status 200–399). */
+  ok: boolean;
+  /** Final HTTP status, or 0 when no HTTP answer came (CONTRACT §5). */
+  httpStatusCode: number;
+  /** `"<status> - <reason phrase>"` or `"0 - <what happened>"`; empty when ok. */
+  error: string;
+  /** Wall time of the whole run, from start until the body was read, ms (fractional). */
+  responseTimeMs: number;
+  /** When the run started, ms since the Unix epoch. */
+  startedAtMs: number;
+  /**
+   * Check-specific details, JSON-serializable, or null. Uptime: phase timings (ms) and the
+   * number of redirects followed. `{ unsupported: true }` marks a check this probe cannot run.
+   */
+  detail: Record<string, unknown> | null;
+}
+
+/**
+ * Posted by a worker thread on `parentPort` once its entry module has loaded. CheckPool waits
+ * for it before terminating threads: Node 20 aborts the whole process when a worker is
+ * terminated while piscina is still `require()`-ing an ES module entry.
+ */
+export const WORKER_LOADED_MESSAGE = Object.freeze({ vigil: 'worker-loaded' });
