@@ -8,9 +8,14 @@
 import type { Clock, TimerHandle } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
 import type { Check, Monitor, User } from '../domain/check.js';
-import { uptimeWebhookBody, type OutboxEvent } from '../domain/events.js';
+import { webhookBody, type OutboxEvent } from '../domain/events.js';
 import type { RunOutcome } from '../domain/result.js';
-import { applyUptimeResult, type CheckState, type Effect } from '../domain/transition.js';
+import {
+  applyCertificateResult,
+  applyUptimeResult,
+  type CheckState,
+  type Effect,
+} from '../domain/transition.js';
 import { signWebhook } from '../delivery/signature.js';
 import { Mailbox } from './mailbox.js';
 import type { Scheduler } from './scheduler.js';
@@ -170,10 +175,16 @@ export class CheckActor {
   }
 
   private async applyResult(outcome: RunOutcome): Promise<void> {
-    if (this.check.name !== 'uptime') return; // certificate_health arrives with issue 3
-    const step = applyUptimeResult(this.state, outcome, {
-      notificationThresholdSeconds: this.check.notificationThresholdSeconds,
-    });
+    // A probe that cannot run this kind of check says so; that is no verdict on the site.
+    if (outcome.detail?.unsupported === true) return;
+    const step =
+      this.check.name === 'uptime'
+        ? applyUptimeResult(this.state, outcome, {
+            notificationThresholdSeconds: this.check.notificationThresholdSeconds,
+          })
+        : applyCertificateResult(this.state, outcome, {
+            expiryThresholdDays: this.check.expiryThresholdDays,
+          });
     if (step.state === this.state) return;
     const ops: StoreOp[] = [{ kind: 'state', id: this.check.id, value: step.state }];
     const events: OutboxEvent[] = [];
@@ -201,7 +212,7 @@ export class CheckActor {
     const monitor = this.ctx.monitor(this.check.monitorId);
     const user = monitor && this.ctx.user(monitor.userId);
     if (!monitor || !user) return null;
-    const body = JSON.stringify(uptimeWebhookBody(event, monitor));
+    const body = JSON.stringify(webhookBody(event, monitor));
     return {
       id: this.ctx.seq.event++,
       userId: user.id,

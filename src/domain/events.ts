@@ -4,7 +4,8 @@
  */
 import type { CheckName, Monitor } from './check.js';
 import { formatDuration, formatTimestamp } from './format.js';
-import type { UptimeEvent } from './transition.js';
+import type { CertificateInfo } from './certificate.js';
+import type { CheckEvent } from './transition.js';
 
 /** Display names of the five webhook types (spec §6), keyed by Vigil's event type. */
 export const EVENT_TITLES = {
@@ -32,34 +33,72 @@ export interface WebhookBody {
   monitor: { id: number; url: string; alias: string };
 }
 
+/** Certificate meta of spec §6 (Recovered, Expires soon), in the spec's field order. */
+function certificateMeta(c: CertificateInfo): Record<string, string> {
+  return {
+    issuer: c.issuer,
+    signature_algorithm: c.signatureAlgorithm,
+    valid_from: formatTimestamp(c.validFrom),
+    valid_to: formatTimestamp(c.validTo),
+  };
+}
+
 /**
- * Body of an uptime webhook (spec §6 table rows 1–2).
- * Down: status nok, `error`, meta `http_status_code`, `detected_by`, `verified_via`.
- * Recovered: status ok, no `error`, meta `http_status_code`, `downtime` (`HH:MM:SS`).
+ * The body of the webhook for `event` (spec §6 table, CONTRACT §6):
+ * - Uptime Down: status nok, `error`, meta `http_status_code`, `detected_by`, `verified_via`.
+ * - Uptime Recovered: status ok, meta `http_status_code`, `downtime` (`HH:MM:SS`).
+ * - SSL Invalid: status nok, `error`, no meta.
+ * - SSL Recovered: status ok, meta `issuer`, `signature_algorithm`, `valid_from`, `valid_to`.
+ * - SSL Expires soon: status ok, meta `expires_in_days` and the four above.
  */
-export function uptimeWebhookBody(event: UptimeEvent, monitor: Monitor): WebhookBody {
-  const check: WebhookCheck =
-    event.type === 'uptime.down'
-      ? {
-          name: 'uptime',
-          status: 'nok',
-          last_check_at: formatTimestamp(event.at),
-          error: event.error,
-          meta: {
-            http_status_code: event.httpStatusCode,
-            detected_by: event.detectedBy,
-            verified_via: event.verifiedVia,
-          },
-        }
-      : {
-          name: 'uptime',
-          status: 'ok',
-          last_check_at: formatTimestamp(event.at),
-          meta: {
-            http_status_code: event.httpStatusCode,
-            downtime: formatDuration(event.downtimeMs),
-          },
-        };
+export function webhookBody(event: CheckEvent, monitor: Monitor): WebhookBody {
+  const last_check_at = formatTimestamp(event.at);
+  let check: WebhookCheck;
+  switch (event.type) {
+    case 'uptime.down':
+      check = {
+        name: 'uptime',
+        status: 'nok',
+        last_check_at,
+        error: event.error,
+        meta: {
+          http_status_code: event.httpStatusCode,
+          detected_by: event.detectedBy,
+          verified_via: event.verifiedVia,
+        },
+      };
+      break;
+    case 'uptime.recovered':
+      check = {
+        name: 'uptime',
+        status: 'ok',
+        last_check_at,
+        meta: {
+          http_status_code: event.httpStatusCode,
+          downtime: formatDuration(event.downtimeMs),
+        },
+      };
+      break;
+    case 'certificate.invalid':
+      check = { name: 'certificate_health', status: 'nok', last_check_at, error: event.error };
+      break;
+    case 'certificate.recovered':
+      check = {
+        name: 'certificate_health',
+        status: 'ok',
+        last_check_at,
+        meta: certificateMeta(event.certificate),
+      };
+      break;
+    case 'certificate.expires_soon':
+      check = {
+        name: 'certificate_health',
+        status: 'ok',
+        last_check_at,
+        meta: { expires_in_days: event.expiresInDays, ...certificateMeta(event.certificate) },
+      };
+      break;
+  }
   return { check, monitor: { id: monitor.id, url: monitor.url, alias: monitor.alias } };
 }
 

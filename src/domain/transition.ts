@@ -3,6 +3,12 @@
  * CONTRACT §5, as one pure function. The check actor feeds it results and timer ticks and
  * carries out the effects it returns; nothing here does I/O or reads a clock.
  */
+import {
+  certificateFromDetail,
+  expiresInDays,
+  isUnreachable,
+  type CertificateInfo,
+} from './certificate.js';
 import type { RunOutcome } from './result.js';
 
 /** Status of a check as users see it: `null` until the first run (CONTRACT §3). */
@@ -37,6 +43,11 @@ export interface CheckState {
   lastError: string | null;
   lastResponseTimeMs: number | null;
   outage: Outage | null;
+  /**
+   * certificate_health: "Expires soon" already sent, as `<fingerprint256>:<threshold days>`
+   * keys, newest last (a few kept). A renewed certificate or a new threshold is a new key.
+   */
+  expiryNotices?: string[];
 }
 
 /** A fresh check that never ran. */
@@ -64,6 +75,20 @@ export type UptimeEvent =
     }
   | { type: 'uptime.recovered'; at: number; httpStatusCode: number; downtimeMs: number };
 
+/** Webhook-worthy transitions of a certificate_health check (spec §6). */
+export type CertificateEvent =
+  | { type: 'certificate.invalid'; at: number; error: string }
+  | { type: 'certificate.recovered'; at: number; certificate: CertificateInfo }
+  | {
+      type: 'certificate.expires_soon';
+      at: number;
+      certificate: CertificateInfo;
+      expiresInDays: number;
+    };
+
+/** Any event a transition emits. */
+export type CheckEvent = UptimeEvent | CertificateEvent;
+
 /** What the actor must do after a step. */
 export type Effect =
   /** Run the check again now from a location other than `excludeLocation`. */
@@ -71,7 +96,7 @@ export type Effect =
   /** Run the check again at `at` (ms since epoch), from any location. */
   | { type: 'recheck'; at: number }
   /** Emit this webhook event (written to the outbox with the new state). */
-  | { type: 'event'; event: UptimeEvent };
+  | { type: 'event'; event: CheckEvent };
 
 export interface Step {
   state: CheckState;
@@ -195,4 +220,72 @@ function confirm(seen: CheckState, outage: Outage, run: RunOutcome, rules: Uptim
       },
     ],
   };
+}
+
+/** Settings the certificate machine reads. */
+export interface CertificateRules {
+  /** CONTRACT §3 `expiry_threshold_days`; null = no "Expires soon". */
+  expiryThresholdDays: number | null;
+}
+
+/** How many "Expires soon" keys a check remembers. */
+const EXPIRY_NOTICES_KEPT = 8;
+
+/**
+ * Apply one run's outcome to a certificate_health check (spec §3, CONTRACT §5). Invalid and
+ * valid-again follow the uptime rules (verified from a second location, no threshold) and
+ * become "SSL Certificate - Invalid" / "- Recovered". A run that could not connect changes
+ * only the last-run fields. A valid certificate with `expiry_threshold_days` set and that
+ * many days or fewer left sends "Expires soon" once per certificate per threshold.
+ */
+export function applyCertificateResult(
+  state: CheckState,
+  run: RunOutcome,
+  rules: CertificateRules,
+): Step {
+  if (state.lastCheckAt !== null && run.at < state.lastCheckAt) return { state, effects: [] };
+  const certificate = certificateFromDetail(run.detail);
+  if (!run.ok && (isUnreachable(run.detail) || certificate === null)) {
+    return {
+      state: {
+        ...state,
+        lastCheckAt: run.at,
+        lastLocation: run.location,
+        lastHttpStatusCode: run.httpStatusCode,
+        lastError: run.error,
+        lastResponseTimeMs: run.responseTimeMs,
+      },
+      effects: [],
+    };
+  }
+  const step = applyUptimeResult(state, run, { notificationThresholdSeconds: 0 });
+  const effects: Effect[] = [];
+  for (const effect of step.effects) {
+    if (effect.type !== 'event') effects.push(effect);
+    else if (effect.event.type === 'uptime.down') {
+      effects.push({
+        type: 'event',
+        event: { type: 'certificate.invalid', at: effect.event.at, error: effect.event.error },
+      });
+    } else if (effect.event.type === 'uptime.recovered' && certificate) {
+      effects.push({
+        type: 'event',
+        event: { type: 'certificate.recovered', at: run.at, certificate },
+      });
+    }
+  }
+  let next = step.state;
+  if (run.ok && certificate && rules.expiryThresholdDays !== null) {
+    const days = expiresInDays(certificate.validTo, run.at);
+    const key = `${certificate.fingerprint256}:${rules.expiryThresholdDays}`;
+    const notices = next.expiryNotices ?? [];
+    if (days <= rules.expiryThresholdDays && !notices.includes(key)) {
+      next = { ...next, expiryNotices: [...notices, key].slice(-EXPIRY_NOTICES_KEPT) };
+      effects.push({
+        type: 'event',
+        event: { type: 'certificate.expires_soon', at: run.at, certificate, expiresInDays: days },
+      });
+    }
+  }
+  return { state: next, effects };
 }

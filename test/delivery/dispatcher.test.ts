@@ -13,7 +13,7 @@ import { LevelStore } from '../../src/coordinator/store/level-store.js';
 import type { Sequences } from '../../src/coordinator/store/store.js';
 import { DEFAULT_BACKOFF, Dispatcher, WEBHOOK_USER_AGENT } from '../../src/delivery/dispatcher.js';
 import { signWebhook, verifyWebhook } from '../../src/delivery/signature.js';
-import { uptimeWebhookBody, type OutboxEvent } from '../../src/domain/events.js';
+import { webhookBody, type OutboxEvent } from '../../src/domain/events.js';
 import {
   quietLogger,
   sleep,
@@ -84,7 +84,7 @@ async function harness(
     urls,
     async makeEvent(monitorId, alias, userId = 1) {
       const body = JSON.stringify(
-        uptimeWebhookBody(
+        webhookBody(
           {
             type: 'uptime.down',
             at: clock.now(),

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Monitor } from '../../src/domain/check.js';
-import { EVENT_TITLES, uptimeWebhookBody } from '../../src/domain/events.js';
+import { EVENT_TITLES, webhookBody } from '../../src/domain/events.js';
 import { formatDuration, formatTimestamp } from '../../src/domain/format.js';
 
 describe('formatTimestamp', { timeout: 30_000 }, () => {
@@ -45,7 +45,7 @@ describe('formatDuration', { timeout: 30_000 }, () => {
   test('negative counts as zero', () => assert.equal(formatDuration(-5000), '00:00:00'));
 });
 
-describe('uptimeWebhookBody', { timeout: 30_000 }, () => {
+describe('webhookBody', { timeout: 30_000 }, () => {
   const monitor: Monitor = {
     id: 7,
     userId: 3,
@@ -56,7 +56,7 @@ describe('uptimeWebhookBody', { timeout: 30_000 }, () => {
   const at = Date.UTC(2026, 2, 4, 5, 6, 7);
 
   test('Down: exact members in order, monitor only id/url/alias', () => {
-    const body = uptimeWebhookBody(
+    const body = webhookBody(
       {
         type: 'uptime.down',
         at,
@@ -86,7 +86,7 @@ describe('uptimeWebhookBody', { timeout: 30_000 }, () => {
   });
 
   test('Recovered: no error, meta http_status_code + downtime HH:MM:SS', () => {
-    const body = uptimeWebhookBody(
+    const body = webhookBody(
       { type: 'uptime.recovered', at, httpStatusCode: 200, downtimeMs: 176_587_000 },
       monitor,
     );
