@@ -6,6 +6,7 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { VigilError } from './common/errors.js';
+import { allowPrivateFromEnv } from './delivery/address-policy.js';
 import {
   parseHostPort,
   parseLocation,
@@ -74,6 +75,12 @@ async function serve(flags: ServeFlags, locations: string[]): Promise<void> {
       grpcPort: flags.grpcPort,
       ...(flags.token ? { probeToken: flags.token } : {}),
       locations,
+      // `vigil start` is the local/dev mode: receivers on this machine are the common case.
+      // `vigil coordinator` refuses internal receivers unless the operator allows them.
+      allowPrivateWebhooks:
+        process.env.VIGIL_WEBHOOK_ALLOW_PRIVATE !== undefined
+          ? allowPrivateFromEnv()
+          : locations.length > 0,
     });
   } catch (err) {
     fail(describe(err), 1);

@@ -31,6 +31,8 @@ export interface ServiceOptions {
   probeToken?: string;
   /** One local probe node per name; empty for `vigil coordinator`. */
   locations: string[];
+  /** Allow loopback/private webhook receivers (issue 4). */
+  allowPrivateWebhooks: boolean;
   clock?: Clock;
 }
 
@@ -55,7 +57,11 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     for (const step of undo.reverse()) await step().catch(() => undefined);
   };
   try {
-    const coordinator = await Coordinator.open({ dataDir: opts.dataDir, clock });
+    const coordinator = await Coordinator.open({
+      dataDir: opts.dataDir,
+      clock,
+      allowPrivateWebhooks: opts.allowPrivateWebhooks,
+    });
     undo.push(() => coordinator.close());
     const token = await resolveProbeToken(opts.dataDir, opts.probeToken);
 

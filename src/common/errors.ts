@@ -10,6 +10,8 @@ export const ERRORS = {
   VIGIL_ERR_CHECK_NOT_FOUND: { status: 404, message: 'Check not found.' },
   VIGIL_ERR_MONITOR_NOT_FOUND: { status: 404, message: 'Monitor not found.' },
   VIGIL_ERR_USER_NOT_FOUND: { status: 404, message: 'User not found.' },
+  VIGIL_ERR_WEBHOOK_NOT_FOUND: { status: 404, message: 'Webhook not found.' },
+  VIGIL_ERR_WEBHOOK_PENDING: { status: 409, message: 'The webhook is still being delivered.' },
   VIGIL_ERR_ROUTE_NOT_FOUND: { status: 404, message: 'Not found.' },
   VIGIL_ERR_METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed.' },
   VIGIL_ERR_BAD_REQUEST: { status: 400, message: 'The request body must be a JSON object.' },

@@ -46,6 +46,50 @@ export interface UserView extends AccountView {
   api_token: string;
 }
 
+/** One POST of a webhook (issue 4). */
+export interface WebhookAttemptView {
+  /** `X-Service-Webhook` of this POST. */
+  id: number;
+  /** `X-Service-Current-Try` */
+  try: number;
+  /** `YYYY-MM-DD HH:MM:SS` UTC */
+  at: string;
+  url: string;
+  /** HTTP status answered, or null when none came. */
+  status: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+/** A webhook event as `GET /webapi/webhooks` lists it (issue 4). */
+export interface WebhookView {
+  id: number;
+  /** Spec §6 type, e.g. `Uptime Website - Down`. */
+  type: string;
+  monitor_id: number;
+  check_id: number;
+  status: 'pending' | 'delivered' | 'failed';
+  /** `YYYY-MM-DD HH:MM:SS` UTC */
+  created_at: string;
+  /** When the next try is due (pending only), else null. */
+  next_attempt_at: string | null;
+  /** `X-Service-Parent-Webhook`: id of the first POST, null before any. */
+  parent_webhook: number | null;
+  /** The signed body, parsed (the bytes sent are exactly its stored serialization). */
+  body: unknown;
+  /** `X-Service-Signature` sent with every try. */
+  signature: string;
+  attempts: WebhookAttemptView[];
+}
+
+/** A page of webhooks, newest first. */
+export interface WebhookPage {
+  data: WebhookView[];
+  page: number;
+  per_page: number;
+  total: number;
+}
+
 /**
  * Body of `PUT /webapi/checks/{id}` as received; values are validated by the service
  * (spec §2 allowed lists, the plan's intervals) and rejected with VIGIL_ERR_VALIDATION.
@@ -84,6 +128,21 @@ export interface VigilService {
   getAccount(userId: number): AccountView;
   /** `{"webhook_url": string|null}`; 422 for a URL that is not http(s) or has credentials. */
   updateAccount(userId: number, input: { webhook_url?: unknown }): Promise<AccountView>;
+  /**
+   * The user's webhooks, newest first. Query values arrive as strings: `status`
+   * (pending|delivered|failed), `page` (≥ 1, default 1), `per_page` (1–100, default 50);
+   * others → VIGIL_ERR_VALIDATION.
+   */
+  listWebhooks(
+    userId: number,
+    query: { status?: unknown; page?: unknown; per_page?: unknown },
+  ): WebhookPage;
+  /**
+   * Send a delivered or failed webhook again: a new attempt chain under the same parent id.
+   * @throws VigilError VIGIL_ERR_WEBHOOK_NOT_FOUND; VIGIL_ERR_WEBHOOK_PENDING (409) when it is
+   *   still being delivered.
+   */
+  redeliverWebhook(userId: number, webhookId: number): Promise<WebhookView>;
 }
 
 /** Input of `vigil users create` (CONTRACT §1). */

@@ -15,6 +15,8 @@ import type {
   MonitorInput,
   MonitorView,
   NewUserInput,
+  WebhookPage,
+  WebhookView,
   UserAdmin,
   UserView,
   VigilService,
@@ -27,6 +29,7 @@ import {
   type Plan,
   type User,
 } from '../domain/check.js';
+import { EVENT_TITLES, type DeliveryStatus, type OutboxEvent } from '../domain/events.js';
 import { formatTimestamp } from '../domain/format.js';
 import { initialCheckState } from '../domain/transition.js';
 import {
@@ -36,6 +39,7 @@ import {
   validateCheckPatch,
   webhookUrlProblem,
 } from '../domain/validate.js';
+import { allowPrivateFromEnv, internalDestinationProblem } from '../delivery/address-policy.js';
 import { Dispatcher, type DispatcherOptions } from '../delivery/dispatcher.js';
 import { CheckActor, type ActorContext } from './check-actor.js';
 import { ProbeRegistry } from './probe-registry.js';
@@ -52,7 +56,14 @@ export interface CoordinatorOptions {
   /** Run budget sent to probes, ms. @default 30000 (CONTRACT §5) */
   runTimeoutMs?: number;
   /** Overrides for the dispatcher (timeouts, backoff) — tests use these. */
-  delivery?: Partial<Pick<DispatcherOptions, 'timeoutMs' | 'backoff' | 'giveUpAfterMs' | 'random'>>;
+  delivery?: Partial<
+    Pick<DispatcherOptions, 'timeoutMs' | 'backoff' | 'giveUpAfterMs' | 'random' | 'retentionMs'>
+  >;
+  /**
+   * Allow webhook URLs on loopback/private addresses.
+   * @default `VIGIL_WEBHOOK_ALLOW_PRIVATE=1` in the environment (issue 4)
+   */
+  allowPrivateWebhooks?: boolean;
   logger?: Logger;
 }
 
@@ -73,6 +84,7 @@ export class Coordinator implements VigilService, UserAdmin {
   private readonly checksByMonitor = new Map<number, number[]>();
   private readonly actors = new Map<number, CheckActor>();
   private readonly ctx: ActorContext;
+  private readonly allowPrivateWebhooks: boolean;
   private started = false;
 
   private constructor(
@@ -83,6 +95,7 @@ export class Coordinator implements VigilService, UserAdmin {
     this.clock = opts.clock ?? systemClock;
     this.log = opts.logger ?? makeLogger('coordinator');
     this.planIntervals = opts.planIntervals ?? DEFAULT_PLAN_INTERVALS;
+    this.allowPrivateWebhooks = opts.allowPrivateWebhooks ?? allowPrivateFromEnv();
     this.registry = new ProbeRegistry(opts.runTimeoutMs ?? 30_000);
     this.scheduler = new Scheduler({
       clock: this.clock,
@@ -102,6 +115,7 @@ export class Coordinator implements VigilService, UserAdmin {
       seq,
       logger: this.log.child({ component: 'dispatcher' }),
       webhookUrl: (userId) => this.users.get(userId)?.webhookUrl ?? null,
+      allowPrivate: this.allowPrivateWebhooks,
       ...opts.delivery,
     });
     this.ctx = {
@@ -269,7 +283,7 @@ export class Coordinator implements VigilService, UserAdmin {
     for (const id of checkIds) this.actors.delete(id);
     this.checksByMonitor.delete(monitorId);
     this.monitors.delete(monitorId);
-    this.dispatcher.forgetMonitor(monitorId); // CONTRACT §3: nothing more is sent for it
+    await this.dispatcher.forgetMonitor(monitorId); // CONTRACT §3: nothing more is sent for it
   }
 
   getCheck(userId: number, checkId: number): CheckView {
@@ -304,10 +318,51 @@ export class Coordinator implements VigilService, UserAdmin {
     if (!Object.prototype.hasOwnProperty.call(input, 'webhook_url')) {
       throw validationError({ webhook_url: ['The webhook_url field is required.'] });
     }
-    const problem = webhookUrlProblem(input.webhook_url);
+    const problem = this.webhookProblem(input.webhook_url);
     if (problem) throw validationError({ webhook_url: [problem] });
     await this.saveUser({ ...user, webhookUrl: (input.webhook_url as string | null) ?? null });
     return this.getAccount(userId);
+  }
+
+  listWebhooks(
+    userId: number,
+    query: { status?: unknown; page?: unknown; per_page?: unknown },
+  ): WebhookPage {
+    this.ownUser(userId);
+    const fields: Record<string, string[]> = {};
+    const int = (v: unknown, name: string, def: number, max: number): number => {
+      if (v === undefined) return def;
+      const n =
+        typeof v === 'number' ? v : typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : NaN;
+      if (!Number.isInteger(n) || n < 1 || n > max) {
+        fields[name] = [`The ${name} must be a whole number from 1 to ${max}.`];
+        return def;
+      }
+      return n;
+    };
+    const page = int(query.page, 'page', 1, 1_000_000);
+    const perPage = int(query.per_page, 'per_page', 50, 100);
+    let status: DeliveryStatus | null = null;
+    if (query.status !== undefined) {
+      if (query.status === 'pending' || query.status === 'delivered' || query.status === 'failed') {
+        status = query.status;
+      } else fields.status = ['The status must be one of pending, delivered, failed.'];
+    }
+    if (Object.keys(fields).length > 0) throw validationError(fields);
+    const { items, total } = this.dispatcher.outbox.list(
+      userId,
+      status,
+      (page - 1) * perPage,
+      perPage,
+    );
+    return { data: items.map(webhookView), page, per_page: perPage, total };
+  }
+
+  async redeliverWebhook(userId: number, webhookId: number): Promise<WebhookView> {
+    const event = this.dispatcher.outbox.get(webhookId);
+    if (!event || event.userId !== userId) throw new VigilError('VIGIL_ERR_WEBHOOK_NOT_FOUND');
+    if (event.status === 'pending') throw new VigilError('VIGIL_ERR_WEBHOOK_PENDING');
+    return webhookView(await this.dispatcher.redeliver(webhookId));
   }
 
   // ---- UserAdmin (CONTRACT §1) ----
@@ -320,7 +375,7 @@ export class Coordinator implements VigilService, UserAdmin {
     if (ep) fields.email = [ep];
     const pp = planProblem(plan);
     if (pp) fields.plan = [pp];
-    const wp = webhookUrlProblem(input.webhookUrl ?? null);
+    const wp = this.webhookProblem(input.webhookUrl ?? null);
     if (wp) fields.webhook_url = [wp];
     if (Object.keys(fields).length > 0) throw validationError(fields);
     if (this.usersByEmail.has(email)) throw new VigilError('VIGIL_ERR_EMAIL_TAKEN');
@@ -360,7 +415,7 @@ export class Coordinator implements VigilService, UserAdmin {
       if (pp) fields.plan = [pp];
     }
     if (input.webhookUrl !== undefined) {
-      const wp = webhookUrlProblem(input.webhookUrl);
+      const wp = this.webhookProblem(input.webhookUrl);
       if (wp) fields.webhook_url = [wp];
     }
     if (Object.keys(fields).length > 0) throw validationError(fields);
@@ -388,6 +443,13 @@ export class Coordinator implements VigilService, UserAdmin {
   }
 
   // ---- helpers ----
+
+  /** Why `url` cannot be a webhook URL here: syntax (CONTRACT §3), then the address policy. */
+  private webhookProblem(url: unknown): string | null {
+    const problem = webhookUrlProblem(url);
+    if (problem || url === null || this.allowPrivateWebhooks) return problem;
+    return internalDestinationProblem(url as string);
+  }
 
   private async saveUser(next: User): Promise<void> {
     await this.store.write([{ kind: 'user', id: next.id, value: next }]);
@@ -446,6 +508,36 @@ export class Coordinator implements VigilService, UserAdmin {
     if (check.name === 'certificate_health') view.expiry_threshold_days = check.expiryThresholdDays;
     return view;
   }
+}
+
+function webhookView(e: OutboxEvent): WebhookView {
+  let body: unknown;
+  try {
+    body = JSON.parse(e.body);
+  } catch {
+    body = e.body;
+  }
+  return {
+    id: e.id,
+    type: EVENT_TITLES[e.type],
+    monitor_id: e.monitorId,
+    check_id: e.checkId,
+    status: e.status,
+    created_at: formatTimestamp(e.createdAt),
+    next_attempt_at: e.status === 'pending' ? formatTimestamp(e.nextAttemptAt) : null,
+    parent_webhook: e.parentAttemptId,
+    body,
+    signature: e.signature,
+    attempts: e.attempts.map((a) => ({
+      id: a.id,
+      try: a.try,
+      at: formatTimestamp(a.at),
+      url: a.url,
+      status: a.status,
+      error: a.error,
+      duration_ms: a.durationMs,
+    })),
+  };
 }
 
 function userView(u: User): UserView {

@@ -9,6 +9,12 @@ import type { Clock, TimerHandle } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
 import type { DeliveryAttempt, OutboxEvent } from '../domain/events.js';
 import type { Sequences, Store } from '../coordinator/store/store.js';
+import {
+  allowPrivateFromEnv,
+  internalDestinationProblem,
+  publicOnlyLookup,
+} from './address-policy.js';
+import { Outbox } from './outbox.js';
 
 /** `User-Agent` of every webhook (spec §6: `<service_name>/<major>.<minor>`). */
 export const WEBHOOK_USER_AGENT = 'Vigil/1.0';
@@ -29,6 +35,12 @@ export interface DispatcherOptions {
   giveUpAfterMs?: number;
   /** Attempts in flight at once, all receivers together. @default 64 */
   maxConcurrency?: number;
+  /** Attempts in flight at once to one receiver host, so a hung one cannot hog. @default 8 */
+  maxPerHost?: number;
+  /** Allow loopback/private receivers. @default `VIGIL_WEBHOOK_ALLOW_PRIVATE=1` in the env */
+  allowPrivate?: boolean;
+  /** Delivered and failed events are forgotten after this, ms. @default 30 days */
+  retentionMs?: number;
   /** Injectable randomness for the jitter. */
   random?: () => number;
 }
@@ -38,9 +50,14 @@ export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 10_000, maxMs: 3_600
 export class Dispatcher {
   private readonly o: Required<Omit<DispatcherOptions, 'random'>> & { random: () => number };
   private readonly agent: Agent;
-  /** monitor id → its pending events, ascending id (only the head is ever attempted). */
+  /** Every event, for listing and redelivery. */
+  readonly outbox: Outbox;
+  /** monitor id → its pending events, in delivery order (only the head is ever attempted). */
   private readonly queues = new Map<number, OutboxEvent[]>();
   private readonly inFlight = new Set<number>();
+  /** receiver host → attempts in flight */
+  private readonly perHost = new Map<string, number>();
+  private retentionTimer: TimerHandle | null = null;
   private readonly settled = new Set<Promise<void>>();
   private timer: TimerHandle | null = null;
   private timerAt = Infinity;
@@ -52,30 +69,68 @@ export class Dispatcher {
       backoff: DEFAULT_BACKOFF,
       giveUpAfterMs: 3 * 24 * 3600 * 1000,
       maxConcurrency: 64,
+      maxPerHost: 8,
+      allowPrivate: allowPrivateFromEnv(),
+      retentionMs: 30 * 24 * 3600 * 1000,
       random: Math.random,
       ...opts,
     };
-    this.agent = new Agent({ connections: 8, keepAliveTimeout: 4_000 });
+    this.outbox = new Outbox(this.o.store);
+    this.agent = new Agent({
+      connections: this.o.maxPerHost,
+      keepAliveTimeout: 4_000,
+      ...(this.o.allowPrivate ? {} : { connect: { lookup: publicOnlyLookup } }),
+    });
   }
 
-  /** Queue the pending events of a loaded outbox (any order). */
+  /** Mirror a loaded outbox and queue its pending events. */
   load(events: readonly OutboxEvent[]): void {
-    for (const e of [...events].sort((a, b) => a.id - b.id)) {
-      if (e.status === 'pending') this.enqueue(e);
-    }
+    this.outbox.load(events);
+    for (const e of this.outbox.pending()) this.queue(e);
   }
 
-  /** Queue an event that is already in the store. */
+  /** Queue a new event that is already in the store. */
   enqueue(event: OutboxEvent): void {
-    let q = this.queues.get(event.monitorId);
-    if (!q) this.queues.set(event.monitorId, (q = []));
-    q.push(event);
+    this.outbox.add(event);
+    this.queue(event);
     this.pump();
   }
 
-  /** Drop a monitor's pending events from memory (they stay in the store as they are). */
-  forgetMonitor(monitorId: number): void {
+  private queue(event: OutboxEvent): void {
+    let q = this.queues.get(event.monitorId);
+    if (!q) this.queues.set(event.monitorId, (q = []));
+    q.push(event);
+  }
+
+  /**
+   * Send a delivered or failed event again (issue 4 redelivery): a new attempt chain — tries
+   * count from 1, the 3-day limit starts now — under the same parent id, after the monitor's
+   * pending events. Resolves once the change is stored.
+   * @throws Error when the event is pending or unknown (the caller checks first).
+   */
+  async redeliver(eventId: number): Promise<OutboxEvent> {
+    const event = this.outbox.get(eventId);
+    if (!event || event.status === 'pending')
+      throw new Error(`event ${eventId} cannot be redelivered`);
+    const now = this.clock.now();
+    const next: OutboxEvent = {
+      ...event,
+      status: 'pending',
+      nextAttemptAt: now,
+      chainStart: event.attempts.length,
+      chainStartedAt: now,
+    };
+    await this.o.store.write([{ kind: 'event', id: next.id, value: next }]);
+    Object.assign(event, next);
+    this.queue(event);
+    this.pump();
+    return event;
+  }
+
+  /** Stop sending a deleted monitor's events and forget them (CONTRACT §3). */
+  async forgetMonitor(monitorId: number): Promise<void> {
     this.queues.delete(monitorId);
+    await this.outbox.dropMonitor(monitorId);
   }
 
   /** Re-examine queues now, e.g. after a webhook URL was set. */
@@ -93,13 +148,26 @@ export class Dispatcher {
   start(): void {
     this.running = true;
     this.pump();
+    this.armRetention(0);
+  }
+
+  private armRetention(delayMs: number): void {
+    this.retentionTimer = this.clock.setTimer(() => {
+      void this.outbox
+        .prune(this.clock.now() - this.o.retentionMs)
+        .catch((err: unknown) => this.o.logger.error({ err }, 'outbox retention failed'))
+        .finally(() => {
+          if (this.running) this.armRetention(3_600_000);
+        });
+    }, delayMs);
   }
 
   /** Stop starting attempts and wait for those in flight to be recorded. */
   async stop(): Promise<void> {
     this.running = false;
     if (this.timer) this.clock.clearTimer(this.timer);
-    this.timer = null;
+    if (this.retentionTimer) this.clock.clearTimer(this.retentionTimer);
+    this.timer = this.retentionTimer = null;
     await Promise.allSettled([...this.settled]);
     await this.agent.close();
   }
@@ -119,16 +187,24 @@ export class Dispatcher {
         continue;
       }
       if (this.inFlight.has(head.id)) continue;
-      if (this.o.webhookUrl(head.userId) === null) continue; // waits for a URL: kick()
+      const url = this.o.webhookUrl(head.userId);
+      if (url === null) continue; // waits for a URL: kick()
       if (head.nextAttemptAt > now) {
         wakeAt = Math.min(wakeAt, head.nextAttemptAt);
         continue;
       }
       if (this.inFlight.size >= this.o.maxConcurrency) break;
+      const host = hostOf(url);
+      const busy = this.perHost.get(host) ?? 0;
+      if (busy >= this.o.maxPerHost) continue; // woken again when one of them settles
+      this.perHost.set(host, busy + 1);
       this.inFlight.add(head.id);
-      const p = this.attempt(head)
+      const p = this.attempt(head, url)
         .catch((err: unknown) => this.o.logger.error({ err, eventId: head.id }, 'delivery failed'))
         .finally(() => {
+          const left = (this.perHost.get(host) ?? 1) - 1;
+          if (left > 0) this.perHost.set(host, left);
+          else this.perHost.delete(host);
           this.inFlight.delete(head.id);
           this.settled.delete(p);
           this.pump();
@@ -146,13 +222,11 @@ export class Dispatcher {
     }
   }
 
-  private async attempt(event: OutboxEvent): Promise<void> {
-    const url = this.o.webhookUrl(event.userId);
-    if (url === null) return;
+  private async attempt(event: OutboxEvent, url: string): Promise<void> {
     // The attempt id is made durable before the POST, so X-Service-Webhook is never reused.
     const attemptId = this.o.seq.attempt++;
     const parent = event.parentAttemptId ?? attemptId;
-    const tryNo = event.attempts.length + 1;
+    const tryNo = event.attempts.length - (event.chainStart ?? 0) + 1;
     await this.o.store.write([
       { kind: 'event', id: event.id, value: { ...event, parentAttemptId: parent } },
       { kind: 'seq', value: this.o.seq },
@@ -163,7 +237,9 @@ export class Dispatcher {
     const t0 = performance.now();
     let status: number | null = null;
     let error: string | null = null;
+    const refused = this.o.allowPrivate ? null : internalDestinationProblem(url);
     try {
+      if (refused) throw Object.assign(new Error(refused), { code: 'EINTERNALADDRESS' });
       const res = await request(url, {
         method: 'POST',
         body: event.body,
@@ -198,7 +274,7 @@ export class Dispatcher {
     const now = this.clock.now();
     if (status === 200) {
       event.status = 'delivered';
-    } else if (now - event.createdAt >= this.o.giveUpAfterMs) {
+    } else if (now - (event.chainStartedAt ?? event.createdAt) >= this.o.giveUpAfterMs) {
       event.status = 'failed';
     } else {
       event.nextAttemptAt = now + backoffDelayMs(tryNo, this.o.backoff, this.o.random);
@@ -214,6 +290,14 @@ export class Dispatcher {
   }
 }
 
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
+}
+
 function describeFailure(err: unknown, timeoutMs: number): string {
   const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string } };
   const code = e.code ?? e.cause?.code;
@@ -225,6 +309,7 @@ function describeFailure(err: unknown, timeoutMs: number): string {
     return `Timed out after ${timeoutMs / 1000} s`;
   }
   if (code === 'ECONNREFUSED') return 'Connection refused';
+  if (code === 'EINTERNALADDRESS') return e.message ?? 'Internal address not allowed';
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'Connection reset';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `DNS lookup failed (${code})`;
   return e.message ?? String(err);

@@ -141,4 +141,10 @@ export interface OutboxEvent {
   attempts: DeliveryAttempt[];
   /** Earliest time of the next try, ms since epoch (pending only). */
   nextAttemptAt: number;
+  /**
+   * Redelivery starts a new attempt chain: tries count from 1 again from this index of
+   * `attempts`, and the 3-day limit runs from `chainStartedAt`. Absent = 0 / `createdAt`.
+   */
+  chainStart?: number;
+  chainStartedAt?: number;
 }

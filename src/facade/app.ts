@@ -17,6 +17,7 @@ import { accountRoutes } from './routes/account.js';
 import { adminRoutes } from './routes/admin.js';
 import { checkRoutes } from './routes/checks.js';
 import { monitorRoutes } from './routes/monitors.js';
+import { webhookRoutes } from './routes/webhooks.js';
 
 /** Largest accepted request body, bytes (CONTRACT §4: larger → 413). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -62,6 +63,7 @@ export function buildApp(opts: BuildAppOptions): FastifyInstance {
     await webapi.register(checkRoutes, { service });
     await webapi.register(monitorRoutes, { service });
     await webapi.register(accountRoutes, { service });
+    await webapi.register(webhookRoutes, { service });
   });
   void app.register(adminRoutes, { admin, adminToken });
   return app;

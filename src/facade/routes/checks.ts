@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { CheckView } from '../../common/service.js';
 import { currentUser } from '../plugins/auth.js';
-import { objectBody, parseId, type IdParams, type RouteOptions } from './input.js';
+import { ignoreBodies, objectBody, parseId, type IdParams, type RouteOptions } from './input.js';
 
 type IdRequest = FastifyRequest<{ Params: IdParams }>;
 
@@ -14,16 +14,9 @@ function checkId(request: IdRequest): number {
   return parseId(request.params.id, 'VIGIL_ERR_CHECK_NOT_FOUND');
 }
 
-/**
- * `disable` / `enable` take no body (spec §4), yet clients send the spec's recommended
- * `Content-Type: application/json` with nothing after it, or stray bytes. In this context any
- * body (up to the body limit) is read and dropped instead of parsed.
- */
+/** `disable` / `enable` take no body (spec §4); whatever is sent is ignored. */
 async function bodylessActions(app: FastifyInstance, { service }: RouteOptions): Promise<void> {
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => {
-    done(null, undefined);
-  });
+  ignoreBodies(app);
 
   for (const [action, enabled] of [
     ['disable', false],

@@ -3,6 +3,7 @@
  * and the routes' common options.
  * Value validation is the service's job; this only rejects what is not an id or an object.
  */
+import type { FastifyInstance } from 'fastify';
 import { VigilError, type ErrorCode } from '../../common/errors.js';
 import type { VigilService } from '../../common/service.js';
 import { BODY_MESSAGES } from '../plugins/errors.js';
@@ -61,4 +62,16 @@ export function objectBody(body: unknown): Record<string, unknown> {
 /** Path parameters of the `/:id` routes. */
 export interface IdParams {
   id: string;
+}
+
+/**
+ * For body-less actions (`…/disable`, `…/enable`, `…/redeliver`): clients send the spec's
+ * recommended `Content-Type: application/json` with nothing after it, or stray bytes. In the
+ * calling plugin's context any body (up to the body limit) is read and dropped, not parsed.
+ */
+export function ignoreBodies(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, _body, done) => {
+    done(null, undefined);
+  });
 }
