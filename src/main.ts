@@ -39,6 +39,15 @@ const tokenOption = (): Option =>
     'shared probe token (generated into DIR/probe.token if absent)',
   ).env('VIGIL_PROBE_TOKEN');
 
+const tlsOptions = (): Option[] => [
+  new Option('--tls-cert <file>', 'PEM certificate for the probe channel').env('VIGIL_TLS_CERT'),
+  new Option('--tls-key <file>', 'PEM private key of --tls-cert').env('VIGIL_TLS_KEY'),
+  new Option(
+    '--tls-ca <file>',
+    'PEM CA: coordinator requires probe certificates it signed (mTLS); probe trusts it',
+  ).env('VIGIL_TLS_CA'),
+];
+
 interface ServeFlags {
   dataDir: string;
   httpPort: number;
@@ -47,6 +56,9 @@ interface ServeFlags {
   grpcHost: string;
   token?: string;
   locations?: string[];
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
 }
 
 function fail(message: string, code: number): never {
@@ -81,6 +93,7 @@ async function serve(flags: ServeFlags, locations: string[]): Promise<void> {
         process.env.VIGIL_WEBHOOK_ALLOW_PRIVATE !== undefined
           ? allowPrivateFromEnv()
           : locations.length > 0,
+      tls: { cert: flags.tlsCert, key: flags.tlsKey, ca: flags.tlsCa },
     });
   } catch (err) {
     fail(describe(err), 1);
@@ -137,7 +150,7 @@ export function buildCli(): Command {
     .addOption(tokenOption())
     .action((flags: ServeFlags) => serve(flags, flags.locations ?? ['local-a', 'local-b']));
 
-  program
+  const coordinatorCmd = program
     .command('coordinator')
     .description('coordinator, /webapi and webhook dispatcher, waiting for remote probes')
     .addOption(dataDirOption())
@@ -149,10 +162,11 @@ export function buildCli(): Command {
         .env('VIGIL_GRPC_HOST')
         .default('0.0.0.0'),
     )
-    .addOption(tokenOption())
-    .action((flags: ServeFlags) => serve(flags, []));
+    .addOption(tokenOption());
+  for (const o of tlsOptions()) coordinatorCmd.addOption(o);
+  coordinatorCmd.action((flags: ServeFlags) => serve(flags, []));
 
-  program
+  const probeCmd = program
     .command('probe')
     .description('one probe node that runs checks for a coordinator')
     .addOption(
@@ -181,29 +195,39 @@ export function buildCli(): Command {
       new Option('--capacity <n>', 'most runs in flight at once')
         .env('VIGIL_PROBE_CAPACITY')
         .argParser(parsePositiveInt),
-    )
-    .action(
-      (flags: {
-        coordinator: string;
-        location: string;
-        localAddress?: string;
-        token: string;
-        capacity?: number;
-      }) => {
-        const node = startProbe({
+    );
+  for (const o of tlsOptions()) probeCmd.addOption(o);
+  probeCmd.action(
+    (flags: {
+      coordinator: string;
+      location: string;
+      localAddress?: string;
+      token: string;
+      capacity?: number;
+      tlsCert?: string;
+      tlsKey?: string;
+      tlsCa?: string;
+    }) => {
+      let node;
+      try {
+        node = startProbe({
           coordinator: flags.coordinator,
           location: flags.location,
           token: flags.token,
           localAddress: flags.localAddress ?? null,
+          tls: { cert: flags.tlsCert, key: flags.tlsKey, ca: flags.tlsCa },
           ...(flags.capacity !== undefined ? { capacity: flags.capacity } : {}),
         });
-        const stop = (): void => {
-          void node.stop().then(() => process.exit(0));
-        };
-        process.once('SIGTERM', stop);
-        process.once('SIGINT', stop);
-      },
-    );
+      } catch (err) {
+        fail(describe(err), 2);
+      }
+      const stop = (): void => {
+        void node.stop().then(() => process.exit(0));
+      };
+      process.once('SIGTERM', stop);
+      process.once('SIGINT', stop);
+    },
+  );
 
   const users = program
     .command('users')

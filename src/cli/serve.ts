@@ -11,6 +11,7 @@ import { startProbeServer, type ProbeServer } from '../coordinator/grpc-server.j
 import { buildApp } from '../facade/app.js';
 import { ProbeNode } from '../probe/probe-node.js';
 import { systemClock } from '../common/clock.js';
+import { channelCredentials, serverCredentials, type TlsFiles } from '../common/tls.js';
 import {
   clearRuntimeFiles,
   resolveProbeToken,
@@ -33,6 +34,8 @@ export interface ServiceOptions {
   locations: string[];
   /** Allow loopback/private webhook receivers (issue 4). */
   allowPrivateWebhooks: boolean;
+  /** TLS for the probe channel (`vigil coordinator` only; local probes use loopback). */
+  tls?: TlsFiles;
   clock?: Clock;
 }
 
@@ -73,6 +76,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       logger: logger('grpc-server'),
       host: opts.grpcHost,
       port: opts.grpcPort,
+      credentials: serverCredentials(opts.tls ?? {}),
     });
     const probeServer = grpcServer;
     undo.push(() => probeServer.close());
@@ -129,14 +133,20 @@ export interface ProbeOptions {
   token: string;
   localAddress: string | null;
   capacity?: number;
+  tls?: TlsFiles;
 }
 
+/**
+ * Start a standalone probe node; it connects and reconnects by itself.
+ * @throws VigilError VIGIL_ERR_CONFIG for unreadable TLS files
+ */
 export function startProbe(opts: ProbeOptions): ProbeNode {
   const node = new ProbeNode({
     coordinator: opts.coordinator,
     location: opts.location,
     token: opts.token,
     localAddress: opts.localAddress,
+    credentials: channelCredentials(opts.tls ?? {}),
     ...(opts.capacity !== undefined ? { capacity: opts.capacity } : {}),
   });
   node.start();

@@ -79,6 +79,12 @@ export function describeStreamEnd(
     case grpc.status.FAILED_PRECONDITION:
       return { level: 'error', message: status.details || 'coordinator refused this probe' };
     case grpc.status.UNAVAILABLE:
+      if (/certificate|ssl|tls|handshake/i.test(status.details)) {
+        return {
+          level: 'error',
+          message: `TLS with the coordinator failed (check --tls-ca and the certificates): ${status.details}`,
+        };
+      }
       return { level: 'warn', message: `coordinator unavailable: ${status.details}` };
     case grpc.status.OK:
       return { level: 'info', message: 'coordinator closed the stream' };
