@@ -59,7 +59,14 @@ interface ServeFlags {
   tlsCert?: string;
   tlsKey?: string;
   tlsCa?: string;
+  rateLimit: number;
 }
+
+const rateLimitOption = (): Option =>
+  new Option('--rate-limit <n>', '/webapi requests per minute per token')
+    .env('VIGIL_RATE_LIMIT')
+    .argParser(parsePositiveInt)
+    .default(120);
 
 function fail(message: string, code: number): never {
   process.stderr.write(`vigil: ${message}\n`);
@@ -94,6 +101,7 @@ async function serve(flags: ServeFlags, locations: string[]): Promise<void> {
           ? allowPrivateFromEnv()
           : locations.length > 0,
       tls: { cert: flags.tlsCert, key: flags.tlsKey, ca: flags.tlsCa },
+      rateLimitPerMinute: flags.rateLimit,
     });
   } catch (err) {
     fail(describe(err), 1);
@@ -148,6 +156,7 @@ export function buildCli(): Command {
         .default(['local-a', 'local-b'], 'local-a,local-b'),
     )
     .addOption(tokenOption())
+    .addOption(rateLimitOption())
     .action((flags: ServeFlags) => serve(flags, flags.locations ?? ['local-a', 'local-b']));
 
   const coordinatorCmd = program
@@ -162,7 +171,8 @@ export function buildCli(): Command {
         .env('VIGIL_GRPC_HOST')
         .default('0.0.0.0'),
     )
-    .addOption(tokenOption());
+    .addOption(tokenOption())
+    .addOption(rateLimitOption());
   for (const o of tlsOptions()) coordinatorCmd.addOption(o);
   coordinatorCmd.action((flags: ServeFlags) => serve(flags, []));
 

@@ -34,6 +34,8 @@ export interface ServiceOptions {
   locations: string[];
   /** Allow loopback/private webhook receivers (issue 4). */
   allowPrivateWebhooks: boolean;
+  /** /webapi requests per minute per token (CONTRACT §4 `VIGIL_RATE_LIMIT`). */
+  rateLimitPerMinute: number;
   /** TLS for the probe channel (`vigil coordinator` only; local probes use loopback). */
   tls?: TlsFiles;
   clock?: Clock;
@@ -82,7 +84,12 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     undo.push(() => probeServer.close());
 
     const adminToken = await writeAdminToken(opts.dataDir);
-    const app = buildApp({ service: coordinator, admin: coordinator, adminToken });
+    const app = buildApp({
+      service: coordinator,
+      admin: coordinator,
+      adminToken,
+      rateLimitPerMinute: opts.rateLimitPerMinute,
+    });
     await app.listen({ host: opts.httpHost, port: opts.httpPort });
     undo.push(() => app.close());
     const address = app.server.address();

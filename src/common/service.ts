@@ -143,6 +143,8 @@ export interface VigilService {
    *   still being delivered.
    */
   redeliverWebhook(userId: number, webhookId: number): Promise<WebhookView>;
+  /** For `GET /readyz` (issue 6): is the store open, how many probes are connected. */
+  readiness(): { store: boolean; probes: number };
 }
 
 /** Input of `vigil users create` (CONTRACT §1). */

@@ -6,6 +6,7 @@
  * durability) before the actor moves on.
  */
 import type { Clock, TimerHandle } from '../common/clock.js';
+import { verificationLatency } from '../common/metrics.js';
 import type { Logger } from '../common/logger.js';
 import type { Check, Monitor, User } from '../domain/check.js';
 import { webhookBody, type OutboxEvent } from '../domain/events.js';
@@ -196,6 +197,10 @@ export class CheckActor {
     for (const event of events) ops.push({ kind: 'event', id: event.id, value: event });
     if (events.length > 0) ops.push({ kind: 'seq', value: this.ctx.seq });
     await this.ctx.store.write(ops);
+    const verified = step.state.outage?.verifiedVia && !this.state.outage?.verifiedVia;
+    if (verified && step.state.outage) {
+      verificationLatency.observe(Math.max(0, outcome.at - step.state.outage.detectedAt) / 1000);
+    }
     this.state = step.state;
     for (const event of events) {
       this.ctx.logger.info(

@@ -8,6 +8,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { systemClock, type Clock } from '../common/clock.js';
 import { VigilError, validationError } from '../common/errors.js';
 import { logger as makeLogger, type Logger } from '../common/logger.js';
+import { bindGaugeSources } from '../common/metrics.js';
 import type {
   AccountView,
   CheckPatch,
@@ -86,6 +87,7 @@ export class Coordinator implements VigilService, UserAdmin {
   private readonly ctx: ActorContext;
   private readonly allowPrivateWebhooks: boolean;
   private started = false;
+  private closed = false;
 
   private constructor(
     private readonly store: Store,
@@ -162,11 +164,24 @@ export class Coordinator implements VigilService, UserAdmin {
     );
     this.scheduler.start();
     this.dispatcher.start();
+    bindGaugeSources({
+      outboxDepth: () => this.dispatcher.depth,
+      scheduledChecks: () => this.scheduler.size,
+      probesByLocation: () => {
+        const byLocation = new Map<string, number>();
+        for (const s of this.registry.all()) {
+          byLocation.set(s.location, (byLocation.get(s.location) ?? 0) + 1);
+        }
+        return byLocation;
+      },
+    });
     for (const actor of this.actors.values()) actor.resume();
   }
 
   /** Stop everything and close the store; in-flight deliveries are recorded first. */
   async close(): Promise<void> {
+    if (this.started) bindGaugeSources(null);
+    this.closed = true;
     this.scheduler.stop();
     await this.dispatcher.stop();
     await this.store.close();
@@ -363,6 +378,10 @@ export class Coordinator implements VigilService, UserAdmin {
     if (!event || event.userId !== userId) throw new VigilError('VIGIL_ERR_WEBHOOK_NOT_FOUND');
     if (event.status === 'pending') throw new VigilError('VIGIL_ERR_WEBHOOK_PENDING');
     return webhookView(await this.dispatcher.redeliver(webhookId));
+  }
+
+  readiness(): { store: boolean; probes: number } {
+    return { store: !this.closed, probes: this.registry.size };
   }
 
   // ---- UserAdmin (CONTRACT §1) ----

@@ -8,6 +8,7 @@ import type { Clock, TimerHandle } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
 import type { CheckName } from '../domain/check.js';
 import type { RunOutcome, RunPurpose } from '../domain/result.js';
+import { checkRuns, scheduleLag } from '../common/metrics.js';
 import type { ProbeRegistry, ProbeSession, Run } from './probe-registry.js';
 
 /** What the scheduler needs to know about a check. */
@@ -85,6 +86,8 @@ export class Scheduler {
   private heapTimerAt = Infinity;
   /** Scheduled runs that are due, waiting for probe capacity (FIFO, head index). */
   private regular: number[] = [];
+  /** Planned start of each `regular` item (same index), ms since epoch. */
+  private regularDue: number[] = [];
   private regularHead = 0;
   private urgent: Urgent[] = [];
   private urgentTimer: TimerHandle | null = null;
@@ -201,6 +204,14 @@ export class Scheduler {
     if (!session || !run || run.checkId !== result.check_id) return;
     const entry = this.entries.get(run.checkId);
     if (entry) {
+      checkRuns.inc({
+        check: run.checkName,
+        result: result.ok
+          ? 'ok'
+          : result.detail_json.includes('"unreachable":true')
+            ? 'unreachable'
+            : 'fail',
+      });
       if (entry.scheduledRunId === run.runId) entry.scheduledRunId = null;
       entry.lastLocation = session.location;
       let detail: Record<string, unknown> | null = null;
@@ -231,6 +242,7 @@ export class Scheduler {
     if (run.purpose === 'scheduled') {
       if (entry.scheduledRunId === run.runId) entry.scheduledRunId = null;
       this.regular.push(run.checkId);
+      this.regularDue.push(this.clock.now());
     } else {
       this.urgent.push({
         checkId: run.checkId,
@@ -276,11 +288,13 @@ export class Scheduler {
       }
       const session = this.registry.pick(null, entry.lastLocation);
       if (!session) break;
+      scheduleLag.observe(Math.max(0, now - (this.regularDue[this.regularHead] ?? now)) / 1000);
       this.regularHead++;
       this.assign(session, entry, 'scheduled', null, 0);
     }
     if (this.regularHead > 1024 && this.regularHead * 2 > this.regular.length) {
       this.regular = this.regular.slice(this.regularHead);
+      this.regularDue = this.regularDue.slice(this.regularHead);
       this.regularHead = 0;
     }
     if (blockedUntil !== Infinity && !this.urgentTimer) {
@@ -367,7 +381,10 @@ export class Scheduler {
       const entry = this.entries.get(top.id);
       if (!entry || entry.version !== top.version) continue;
       // One scheduled run at a time per check: a run still going skips this slot.
-      if (entry.scheduledRunId === null) this.regular.push(entry.check.id);
+      if (entry.scheduledRunId === null) {
+        this.regular.push(entry.check.id);
+        this.regularDue.push(top.at);
+      }
       let next = entry.nextAt + entry.intervalMs;
       if (next <= now) next = now + entry.intervalMs - ((now - entry.nextAt) % entry.intervalMs);
       entry.nextAt = next;

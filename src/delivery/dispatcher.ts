@@ -6,6 +6,7 @@
 import { Agent, request } from 'undici';
 import { backoffDelayMs, type BackoffOptions } from '../common/backoff.js';
 import type { Clock, TimerHandle } from '../common/clock.js';
+import { webhookAttempts } from '../common/metrics.js';
 import type { Logger } from '../common/logger.js';
 import type { DeliveryAttempt, OutboxEvent } from '../domain/events.js';
 import type { Sequences, Store } from '../coordinator/store/store.js';
@@ -280,6 +281,7 @@ export class Dispatcher {
       event.nextAttemptAt = now + backoffDelayMs(tryNo, this.o.backoff, this.o.random);
     }
     await this.o.store.write([{ kind: 'event', id: event.id, value: event }]);
+    webhookAttempts.inc({ outcome: event.status === 'pending' ? 'retry' : event.status });
     const log = { eventId: event.id, monitorId: event.monitorId, try: tryNo, status, error };
     if (event.status === 'pending') this.o.logger.warn(log, 'webhook not accepted, will retry');
     else this.o.logger.info(log, `webhook ${event.status}`);

@@ -18,6 +18,9 @@ import { adminRoutes } from './routes/admin.js';
 import { checkRoutes } from './routes/checks.js';
 import { monitorRoutes } from './routes/monitors.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { opsRoutes } from './routes/ops.js';
+import { rateLimitPlugin } from './plugins/rate-limit.js';
+import { apiRequests } from '../common/metrics.js';
 
 /** Largest accepted request body, bytes (CONTRACT §4: larger → 413). */
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -30,6 +33,8 @@ export interface BuildAppOptions {
   admin: UserAdmin;
   /** Secret of the `x-vigil-admin-token` header; an empty string disables the admin route. */
   adminToken: string;
+  /** /webapi requests per minute per token (CONTRACT §4). @default 120 */
+  rateLimitPerMinute?: number;
   /**
    * Logger for request lines and 5xx causes; tokens and query strings are never logged.
    * @default logger('facade') from common/logger
@@ -58,7 +63,12 @@ export function buildApp(opts: BuildAppOptions): FastifyInstance {
   app.removeContentTypeParser('text/plain');
 
   void app.register(errorsPlugin);
+  app.addHook('onResponse', async (request, reply) => {
+    apiRequests.inc({ route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode });
+  });
+  void app.register(opsRoutes, { service });
   void app.register(async (webapi) => {
+    await webapi.register(rateLimitPlugin, { service, perMinute: opts.rateLimitPerMinute ?? 120 });
     await webapi.register(authPlugin, { service });
     await webapi.register(checkRoutes, { service });
     await webapi.register(monitorRoutes, { service });

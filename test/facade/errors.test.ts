@@ -20,6 +20,7 @@ interface Reply {
   status: number;
   body: Record<string, unknown>;
   contentType: string | undefined;
+  headers: import('node:http').IncomingHttpHeaders;
   raw: string;
 }
 
@@ -54,6 +55,7 @@ function raw(
             status: res.statusCode ?? 0,
             body: JSON.parse(text) as Record<string, unknown>,
             contentType: res.headers['content-type'],
+            headers: res.headers,
             raw: text,
           });
         } catch (err) {
@@ -220,20 +222,38 @@ describe('413 and 415', () => {
 });
 
 describe('404 for unknown routes', () => {
-  it('unknown paths and methods answer JSON {"message":"Not found."}', async () => {
+  it('unknown paths answer JSON {"message":"Not found."}', async () => {
     for (const [method, path] of [
       ['GET', '/'],
       ['GET', '/nope'],
       ['GET', '/webapi/nope'],
       ['GET', '/webapi/checks'],
-      ['DELETE', '/webapi/checks/1'],
-      ['GET', '/webapi/checks/1/disable'],
-      ['PATCH', '/webapi/monitors/1'],
     ] as const) {
       const res = await raw(method, path, auth());
       assert.equal(res.status, 404, `${method} ${path}`);
       assert.deepEqual(res.body, { message: 'Not found.' });
       assert.match(res.contentType ?? '', /^application\/json/);
+    }
+  });
+
+  it('a known path with the wrong method answers 405 JSON with Allow', async () => {
+    for (const [method, path, allow] of [
+      ['DELETE', '/webapi/checks/1', 'GET, HEAD, PUT'],
+      ['GET', '/webapi/checks/1/disable', 'POST'],
+      ['PATCH', '/webapi/monitors/1', 'GET, HEAD, DELETE'],
+      ['POST', '/webapi/account', 'GET, HEAD, PUT'],
+    ] as const) {
+      const res = await raw(method, path, auth());
+      assert.equal(res.status, 405, `${method} ${path}`);
+      assert.deepEqual(res.body, { message: 'Method not allowed.' });
+      assert.match(res.contentType ?? '', /^application\/json/);
+      assert.deepEqual(
+        String(res.headers.allow ?? '')
+          .split(', ')
+          .sort(),
+        allow.split(', ').sort(),
+        `${method} ${path}`,
+      );
     }
   });
 });

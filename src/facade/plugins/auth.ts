@@ -20,6 +20,8 @@ declare module 'fastify' {
 
 /** Options of {@link authPlugin}. */
 export interface AuthPluginOptions extends Record<string, unknown> {
+  /** Failed authentications per client address per minute before 429. @default 30 */
+  maxAuthFailuresPerMinute?: number;
   service: Pick<VigilService, 'authenticate'>;
 }
 
@@ -60,11 +62,37 @@ export function currentUser(request: FastifyRequest): User {
 export const authPlugin = namedPlugin<AuthPluginOptions>('vigil-auth', async (app, opts) => {
   const { service } = opts;
   app.decorateRequest('user', null);
-  app.addHook('onRequest', async (request) => {
+  // Failed authentications per client address in the current minute (issue 6): guessing
+  // tokens gets a 429 long before it could matter. Entries are dropped as windows pass.
+  const failures = new Map<string, { count: number; windowStart: number }>();
+  const maxFailures = opts.maxAuthFailuresPerMinute ?? 30;
+  // preParsing: after the rate limiter's route-level onRequest hook (so refused requests are
+  // counted and carry X-RateLimit-*), still before the body is read.
+  app.addHook('preParsing', async (request, reply, payload) => {
+    const now = Date.now();
+    let f = failures.get(request.ip);
+    if (f && now - f.windowStart >= 60_000) {
+      failures.delete(request.ip);
+      f = undefined;
+    }
+    if (f && f.count >= maxFailures) {
+      reply.header('retry-after', String(Math.ceil((f.windowStart + 60_000 - now) / 1000)));
+      throw new VigilError(
+        'VIGIL_ERR_RATE_LIMITED',
+        'Too many failed authentication attempts from this address. Try again later.',
+      );
+    }
     const token = presentedToken(request);
     const user = token === null ? null : service.authenticate(token);
-    if (!user) throw new VigilError('VIGIL_ERR_UNAUTHENTICATED');
+    if (!user) {
+      if (failures.size > 100_000) failures.clear(); // bounded memory under a spray
+      const entry = f ?? { count: 0, windowStart: now };
+      entry.count++;
+      failures.set(request.ip, entry);
+      throw new VigilError('VIGIL_ERR_UNAUTHENTICATED');
+    }
     if (!user.apiEnabled) throw new VigilError('VIGIL_ERR_API_DISABLED');
     request.user = user;
+    return payload;
   });
 });

@@ -164,7 +164,26 @@ export function frameworkErrorHandler(
  */
 export const errorsPlugin = namedPlugin('vigil-errors', async (app) => {
   app.setErrorHandler(sendError);
-  app.setNotFoundHandler(async (_request, reply) => {
+  // Every route's path as a pattern, so a known path with the wrong method is a 405 with
+  // `Allow` (issue 6) rather than a 404.
+  const routes: Array<{ pattern: RegExp; method: string }> = [];
+  app.addHook('onRoute', (route) => {
+    const pattern = new RegExp(
+      `^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+')}/?$`,
+    );
+    for (const m of [route.method].flat()) routes.push({ pattern, method: m.toUpperCase() });
+  });
+  app.setNotFoundHandler(async (request, reply) => {
+    const path = request.url.split('?')[0] ?? '';
+    const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
+    if (allowed.length > 0) {
+      const { status, message } = ERRORS.VIGIL_ERR_METHOD_NOT_ALLOWED;
+      return reply
+        .code(status)
+        .header('allow', allowed.join(', '))
+        .type(JSON_TYPE)
+        .send({ message });
+    }
     const { status, message } = ERRORS.VIGIL_ERR_ROUTE_NOT_FOUND;
     return reply.code(status).type(JSON_TYPE).send({ message });
   });
