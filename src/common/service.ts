@@ -20,8 +20,21 @@ export interface CheckView {
   last_check_at: string | null;
   /** Location name of the latest run, or null. */
   last_location: string | null;
+  /** Percent of successful runs (0–100) per window; null with no run in it (issue 6). */
+  uptime: { '24h': number | null; '7d': number | null; '30d': number | null };
   /** certificate_health only */
   expiry_threshold_days?: number | null;
+}
+
+/** One run in `GET /webapi/checks/{id}/results` (issue 6). */
+export interface CheckResultView {
+  /** `YYYY-MM-DD HH:MM:SS` UTC, start of the run */
+  checked_at: string;
+  location: string;
+  status: 'ok' | 'nok';
+  http_status_code: number;
+  response_time_ms: number;
+  error: string | null;
 }
 
 /** Monitor object of the API (CONTRACT §3). */
@@ -121,6 +134,11 @@ export interface VigilService {
   /** Deletes the monitor; its checks stop and send nothing more. */
   deleteMonitor(userId: number, monitorId: number): Promise<void>;
   getCheck(userId: number, checkId: number): CheckView;
+  /**
+   * The check's latest runs, newest first (issue 6). `limit` arrives as given (a string from
+   * the query): 1–1000, default 100, else VIGIL_ERR_VALIDATION.
+   */
+  listResults(userId: number, checkId: number, limit: unknown): Promise<CheckResultView[]>;
   /** Applies a settings change; a new interval reschedules the next run from now. */
   updateCheck(userId: number, checkId: number, patch: CheckPatch): Promise<void>;
   /** Enable (runs at once) or disable (stops runs, queued webhooks still go out). */

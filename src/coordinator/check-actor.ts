@@ -11,6 +11,7 @@ import type { Logger } from '../common/logger.js';
 import type { Check, Monitor, User } from '../domain/check.js';
 import { webhookBody, type OutboxEvent } from '../domain/events.js';
 import type { RunOutcome } from '../domain/result.js';
+import { recordRun } from '../domain/uptime.js';
 import {
   applyCertificateResult,
   applyUptimeResult,
@@ -187,7 +188,25 @@ export class CheckActor {
             expiryThresholdDays: this.check.expiryThresholdDays,
           });
     if (step.state === this.state) return;
-    const ops: StoreOp[] = [{ kind: 'state', id: this.check.id, value: step.state }];
+    const state: CheckState = {
+      ...step.state,
+      stats: recordRun(step.state.stats, outcome.at, outcome.ok),
+    };
+    const ops: StoreOp[] = [
+      { kind: 'state', id: this.check.id, value: state },
+      {
+        kind: 'result',
+        value: {
+          checkId: this.check.id,
+          at: outcome.at,
+          location: outcome.location,
+          ok: outcome.ok,
+          httpStatusCode: outcome.httpStatusCode,
+          responseTimeMs: outcome.responseTimeMs,
+          error: outcome.ok ? null : outcome.error,
+        },
+      },
+    ];
     const events: OutboxEvent[] = [];
     for (const effect of step.effects) {
       if (effect.type !== 'event') continue;
@@ -197,11 +216,11 @@ export class CheckActor {
     for (const event of events) ops.push({ kind: 'event', id: event.id, value: event });
     if (events.length > 0) ops.push({ kind: 'seq', value: this.ctx.seq });
     await this.ctx.store.write(ops);
-    const verified = step.state.outage?.verifiedVia && !this.state.outage?.verifiedVia;
-    if (verified && step.state.outage) {
-      verificationLatency.observe(Math.max(0, outcome.at - step.state.outage.detectedAt) / 1000);
+    const verified = state.outage?.verifiedVia && !this.state.outage?.verifiedVia;
+    if (verified && state.outage) {
+      verificationLatency.observe(Math.max(0, outcome.at - state.outage.detectedAt) / 1000);
     }
-    this.state = step.state;
+    this.state = state;
     for (const event of events) {
       this.ctx.logger.info(
         { checkId: this.check.id, eventId: event.id, type: event.type },

@@ -5,13 +5,14 @@
  * and the CLI only call these.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { systemClock, type Clock } from '../common/clock.js';
+import { systemClock, type Clock, type TimerHandle } from '../common/clock.js';
 import { VigilError, validationError } from '../common/errors.js';
 import { logger as makeLogger, type Logger } from '../common/logger.js';
 import { bindGaugeSources } from '../common/metrics.js';
 import type {
   AccountView,
   CheckPatch,
+  CheckResultView,
   CheckView,
   MonitorInput,
   MonitorView,
@@ -32,6 +33,7 @@ import {
 } from '../domain/check.js';
 import { EVENT_TITLES, type DeliveryStatus, type OutboxEvent } from '../domain/events.js';
 import { formatTimestamp } from '../domain/format.js';
+import { uptimePercent } from '../domain/uptime.js';
 import { initialCheckState } from '../domain/transition.js';
 import {
   emailProblem,
@@ -60,6 +62,8 @@ export interface CoordinatorOptions {
   delivery?: Partial<
     Pick<DispatcherOptions, 'timeoutMs' | 'backoff' | 'giveUpAfterMs' | 'random' | 'retentionMs'>
   >;
+  /** Raw run results are kept this long, ms. @default 30 days (`VIGIL_RESULT_RETENTION_DAYS`) */
+  resultRetentionMs?: number;
   /**
    * Allow webhook URLs on loopback/private addresses.
    * @default `VIGIL_WEBHOOK_ALLOW_PRIVATE=1` in the environment (issue 4)
@@ -86,6 +90,8 @@ export class Coordinator implements VigilService, UserAdmin {
   private readonly actors = new Map<number, CheckActor>();
   private readonly ctx: ActorContext;
   private readonly allowPrivateWebhooks: boolean;
+  private readonly resultRetentionMs: number;
+  private retentionTimer: TimerHandle | null = null;
   private started = false;
   private closed = false;
 
@@ -98,6 +104,9 @@ export class Coordinator implements VigilService, UserAdmin {
     this.log = opts.logger ?? makeLogger('coordinator');
     this.planIntervals = opts.planIntervals ?? DEFAULT_PLAN_INTERVALS;
     this.allowPrivateWebhooks = opts.allowPrivateWebhooks ?? allowPrivateFromEnv();
+    const days = Number(process.env.VIGIL_RESULT_RETENTION_DAYS);
+    this.resultRetentionMs =
+      opts.resultRetentionMs ?? (Number.isFinite(days) && days > 0 ? days : 30) * 86_400_000;
     this.registry = new ProbeRegistry(opts.runTimeoutMs ?? 30_000);
     this.scheduler = new Scheduler({
       clock: this.clock,
@@ -176,12 +185,31 @@ export class Coordinator implements VigilService, UserAdmin {
       },
     });
     for (const actor of this.actors.values()) actor.resume();
+    this.armRetention(60_000);
+  }
+
+  /** Hourly: drop run results older than the retention, check by check. */
+  private armRetention(delayMs: number): void {
+    this.retentionTimer = this.clock.setTimer(() => {
+      void (async () => {
+        const cutoff = this.clock.now() - this.resultRetentionMs;
+        for (const id of [...this.actors.keys()]) {
+          if (this.closed) return;
+          await this.store.clearResults(id, cutoff);
+        }
+      })()
+        .catch((err: unknown) => this.log.error({ err }, 'result retention failed'))
+        .finally(() => {
+          if (!this.closed) this.armRetention(3_600_000);
+        });
+    }, delayMs);
   }
 
   /** Stop everything and close the store; in-flight deliveries are recorded first. */
   async close(): Promise<void> {
     if (this.started) bindGaugeSources(null);
     this.closed = true;
+    if (this.retentionTimer) this.clock.clearTimer(this.retentionTimer);
     this.scheduler.stop();
     await this.dispatcher.stop();
     await this.store.close();
@@ -295,7 +323,10 @@ export class Coordinator implements VigilService, UserAdmin {
       ops.push({ kind: 'check', id, value: null }, { kind: 'state', id, value: null });
     }
     await this.store.write(ops);
-    for (const id of checkIds) this.actors.delete(id);
+    for (const id of checkIds) {
+      this.actors.delete(id);
+      await this.store.clearResults(id, Infinity);
+    }
     this.checksByMonitor.delete(monitorId);
     this.monitors.delete(monitorId);
     await this.dispatcher.forgetMonitor(monitorId); // CONTRACT §3: nothing more is sent for it
@@ -303,6 +334,31 @@ export class Coordinator implements VigilService, UserAdmin {
 
   getCheck(userId: number, checkId: number): CheckView {
     return this.checkView(this.ownActor(userId, checkId));
+  }
+
+  async listResults(userId: number, checkId: number, limit: unknown): Promise<CheckResultView[]> {
+    this.ownActor(userId, checkId);
+    let n = 100;
+    if (limit !== undefined) {
+      n =
+        typeof limit === 'number'
+          ? limit
+          : typeof limit === 'string' && /^\d+$/.test(limit)
+            ? Number(limit)
+            : NaN;
+      if (!Number.isInteger(n) || n < 1 || n > 1000) {
+        throw validationError({ limit: ['The limit must be a whole number from 1 to 1000.'] });
+      }
+    }
+    const results = await this.store.results(checkId, n);
+    return results.map((r) => ({
+      checked_at: formatTimestamp(r.at),
+      location: r.location,
+      status: r.ok ? 'ok' : 'nok',
+      http_status_code: r.httpStatusCode,
+      response_time_ms: r.responseTimeMs,
+      error: r.error,
+    }));
   }
 
   async updateCheck(userId: number, checkId: number, patch: CheckPatch): Promise<void> {
@@ -523,6 +579,11 @@ export class Coordinator implements VigilService, UserAdmin {
       status: state.status,
       last_check_at: state.lastCheckAt === null ? null : formatTimestamp(state.lastCheckAt),
       last_location: state.lastLocation,
+      uptime: {
+        '24h': uptimePercent(state.stats, this.clock.now(), '24h'),
+        '7d': uptimePercent(state.stats, this.clock.now(), '7d'),
+        '30d': uptimePercent(state.stats, this.clock.now(), '30d'),
+      },
     };
     if (check.name === 'certificate_health') view.expiry_threshold_days = check.expiryThresholdDays;
     return view;

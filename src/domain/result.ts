@@ -24,3 +24,15 @@ export interface RunOutcome {
   /** Check-specific details (certificate meta), or null. */
   detail: Record<string, unknown> | null;
 }
+
+/** One run as kept in the check's history (`GET /webapi/checks/{id}/results`, issue 6). */
+export interface StoredResult {
+  checkId: number;
+  /** Start of the run, ms since epoch. */
+  at: number;
+  location: string;
+  ok: boolean;
+  httpStatusCode: number;
+  responseTimeMs: number;
+  error: string | null;
+}

@@ -10,6 +10,7 @@ import {
   type CertificateInfo,
 } from './certificate.js';
 import type { RunOutcome } from './result.js';
+import type { RunStats } from './uptime.js';
 
 /** Status of a check as users see it: `null` until the first run (CONTRACT §3). */
 export type CheckStatus = 'ok' | 'nok' | null;
@@ -48,6 +49,8 @@ export interface CheckState {
    * keys, newest last (a few kept). A renewed certificate or a new threshold is a new key.
    */
   expiryNotices?: string[];
+  /** Run counters for the uptime percentages (domain/uptime.ts); absent before a run. */
+  stats?: RunStats;
 }
 
 /** A fresh check that never ran. */

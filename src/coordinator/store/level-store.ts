@@ -9,6 +9,7 @@ import { mkdir } from 'node:fs/promises';
 import { VigilError } from '../../common/errors.js';
 import type { Check, Monitor, User } from '../../domain/check.js';
 import type { OutboxEvent } from '../../domain/events.js';
+import type { StoredResult } from '../../domain/result.js';
 import type { CheckState } from '../../domain/transition.js';
 import {
   INITIAL_SEQUENCES,
@@ -18,9 +19,17 @@ import {
   type StoreOp,
 } from './store.js';
 
-type Kind = Exclude<StoreOp['kind'], 'seq'>;
+type Kind = Exclude<StoreOp['kind'], 'seq' | 'result'>;
+type Sub = Kind | 'meta' | 'result';
 
 const key = (id: number): string => String(id).padStart(12, '0');
+/**
+ * Result keys sort by check, then by start time: `<check>!<at>[!<location>]` (two locations
+ * may start a run of one check in the same millisecond).
+ */
+const resultKey = (checkId: number, at: number, location?: string): string =>
+  `${key(checkId)}!${String(Math.max(0, Math.floor(at))).padStart(15, '0')}` +
+  (location === undefined ? '' : `!${location}`);
 
 interface Pending {
   ops: StoreOp[];
@@ -70,14 +79,14 @@ export class LevelStore implements Store {
     return new LevelStore(db);
   }
 
-  private readonly subs = new Map<Kind | 'meta', ReturnType<LevelStore['makeSub']>>();
+  private readonly subs = new Map<Sub, ReturnType<LevelStore['makeSub']>>();
 
-  private makeSub(kind: Kind | 'meta') {
+  private makeSub(kind: Sub) {
     return this.db.sublevel<string, unknown>(kind, { valueEncoding: 'json' });
   }
 
   /** The sublevel of one kind of record (created once, reused on the hot path). */
-  private sub(kind: Kind | 'meta') {
+  private sub(kind: Sub) {
     let s = this.subs.get(kind);
     if (!s) this.subs.set(kind, (s = this.makeSub(kind)));
     return s;
@@ -120,12 +129,18 @@ export class LevelStore implements Store {
       const accepted: Pending[] = [];
       const batch = this.db.batch();
       for (const pending of group) {
-        let encoded: Array<[Kind | 'meta', string, string | null]>;
+        let encoded: Array<[Sub, string, string | null]>;
         try {
           encoded = pending.ops.map((op) =>
             op.kind === 'seq'
               ? ['meta', 'seq', JSON.stringify(op.value)]
-              : [op.kind, key(op.id), op.value === null ? null : JSON.stringify(op.value)],
+              : op.kind === 'result'
+                ? [
+                    'result',
+                    resultKey(op.value.checkId, op.value.at, op.value.location),
+                    JSON.stringify(op.value),
+                  ]
+                : [op.kind, key(op.id), op.value === null ? null : JSON.stringify(op.value)],
           );
         } catch (err) {
           pending.reject(err);
@@ -145,6 +160,18 @@ export class LevelStore implements Store {
       }
     }
     this.flushing = null;
+  }
+
+  async results(checkId: number, limit: number): Promise<StoredResult[]> {
+    const out: StoredResult[] = [];
+    const range = { gte: `${key(checkId)}!`, lt: `${key(checkId)}"`, reverse: true, limit };
+    for await (const v of this.sub('result').values(range)) out.push(v as StoredResult);
+    return out;
+  }
+
+  async clearResults(checkId: number, before: number): Promise<void> {
+    const lt = before === Infinity ? `${key(checkId)}"` : resultKey(checkId, before);
+    await this.sub('result').clear({ gte: `${key(checkId)}!`, lt });
   }
 
   async close(): Promise<void> {

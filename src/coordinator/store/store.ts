@@ -5,6 +5,7 @@
  */
 import type { Check, Monitor, User } from '../../domain/check.js';
 import type { OutboxEvent } from '../../domain/events.js';
+import type { StoredResult } from '../../domain/result.js';
 import type { CheckState } from '../../domain/transition.js';
 
 /** Next ids to hand out; persisted in the same batch as the record that used one. */
@@ -23,7 +24,9 @@ export type StoreOp =
   | { kind: 'check'; id: number; value: Check | null }
   | { kind: 'state'; id: number; value: CheckState | null }
   | { kind: 'event'; id: number; value: OutboxEvent | null }
-  | { kind: 'seq'; value: Sequences };
+  | { kind: 'seq'; value: Sequences }
+  /** A run of a check, for its history; results are only added, and cleared by age. */
+  | { kind: 'result'; value: StoredResult };
 
 /** Everything in the store, as loaded at start. */
 export interface Snapshot {
@@ -45,6 +48,10 @@ export interface Store {
    * Concurrent calls may be grouped into one batch (still all-or-nothing per call).
    */
   write(ops: StoreOp[]): Promise<void>;
+  /** The newest `limit` results of a check, newest first. */
+  results(checkId: number, limit: number): Promise<StoredResult[]>;
+  /** Delete a check's results that started before `before` (ms since epoch; Infinity = all). */
+  clearResults(checkId: number, before: number): Promise<void>;
   close(): Promise<void>;
 }
 
