@@ -3,6 +3,7 @@
  * check, routed by check name. Resolves with a CheckTaskResult in every case.
  */
 import { isMainThread, parentPort } from 'node:worker_threads';
+import runCertificate from './certificate.js';
 import runUptime from './uptime.js';
 import { WORKER_LOADED_MESSAGE, type CheckTask, type CheckTaskResult } from './lib/task.js';
 
@@ -19,8 +20,7 @@ export default async function runCheck(task: CheckTask): Promise<CheckTaskResult
       case 'uptime':
         return await runUptime(task);
       case 'certificate_health':
-        // The coordinator ignores results marked unsupported; the real check comes later.
-        return unsupported(startedAtMs, '0 - certificate_health is not implemented yet');
+        return await runCertificate(task);
       default:
         return unsupported(startedAtMs, `0 - Unknown check ${JSON.stringify(task.checkName)}`);
     }

@@ -20,6 +20,11 @@ export interface CheckView {
   last_check_at: string | null;
   /** Location name of the latest run, or null. */
   last_location: string | null;
+  /**
+   * Error of the latest run in words (`"503 - Service Unavailable"`, `"Certificate expired on
+   * …"`, `"Cannot connect: …"`), null when it passed or never ran.
+   */
+  last_error: string | null;
   /** Percent of successful runs (0–100) per window; null with no run in it (issue 6). */
   uptime: { '24h': number | null; '7d': number | null; '30d': number | null };
   /** certificate_health only */

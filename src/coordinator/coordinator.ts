@@ -579,6 +579,7 @@ export class Coordinator implements VigilService, UserAdmin {
       status: state.status,
       last_check_at: state.lastCheckAt === null ? null : formatTimestamp(state.lastCheckAt),
       last_location: state.lastLocation,
+      last_error: state.lastError,
       uptime: {
         '24h': uptimePercent(state.stats, this.clock.now(), '24h'),
         '7d': uptimePercent(state.stats, this.clock.now(), '7d'),

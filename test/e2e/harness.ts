@@ -160,7 +160,15 @@ export class VigilProcess {
   http = 0;
   stderr = '';
 
-  constructor(readonly dataDir: string) {}
+  /**
+   * @param dataDir the service's `--data-dir`
+   * @param env extra environment for every start (e.g. `NODE_EXTRA_CA_CERTS`), over this
+   *   process's own
+   */
+  constructor(
+    readonly dataDir: string,
+    readonly env: Readonly<Record<string, string>> = {},
+  ) {}
 
   async start(args: string[] = ['--locations', 'local-a,local-b']): Promise<void> {
     await (
@@ -170,7 +178,10 @@ export class VigilProcess {
     this.proc = spawn(
       process.execPath,
       [MAIN, 'start', '--data-dir', this.dataDir, '--http-port', '0', '--grpc-port', '0', ...args],
-      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, VIGIL_LOG_LEVEL: 'info' } },
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        env: { ...process.env, VIGIL_LOG_LEVEL: 'info', ...this.env },
+      },
     );
     this.proc.stderr?.on('data', (c: Buffer) => (this.stderr += c.toString()));
     const endpoints = await waitFor(

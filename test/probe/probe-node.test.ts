@@ -222,7 +222,8 @@ describe('ProbeNode', () => {
               run_id: 103,
               check_id: 9,
               check_name: 'certificate_health',
-              url: 'https://localhost/',
+              // TLS to the plain-HTTP site: no handshake, so no certificate verdict.
+              url: `${siteUrl.replace(/^http:/, 'https:')}/`,
               timeout_ms: 5000,
             },
           ],
@@ -246,8 +247,11 @@ describe('ProbeNode', () => {
       assert.equal(down.error, '503 - Service Unavailable');
 
       const cert = byRun.get(103)!;
+      assert.equal(cert.check_id, 9);
       assert.equal(cert.ok, false);
-      assert.deepEqual(JSON.parse(cert.detail_json), { unsupported: true });
+      assert.equal(cert.http_status_code, 0);
+      assert.match(cert.error, /^Cannot connect: /);
+      assert.deepEqual(JSON.parse(cert.detail_json), { unreachable: true });
     },
   );
 

@@ -3,13 +3,13 @@
  * loopback servers on port 0.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import * as net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { CheckPool } from '../../src/probe/pool.js';
 import type { CheckTaskResult } from '../../src/probe/task.js';
+import { TestPki } from '../tls-ca.js';
 
 interface Loopback {
   server: http.Server;
@@ -66,9 +66,6 @@ async function canBind(address: string): Promise<boolean> {
     socket.once('error', () => resolve(false));
   });
 }
-
-const fixture = (name: string): Buffer =>
-  readFileSync(new URL(`../../../test/fixtures/tls/${name}`, import.meta.url));
 
 describe('uptime check through CheckPool', () => {
   let pool: CheckPool;
@@ -253,9 +250,10 @@ describe('uptime check through CheckPool', () => {
   );
 
   test('a TLS failure is down with a TLS error', { timeout: 20_000 }, async () => {
-    const server = https.createServer(
-      { key: fixture('self-signed-key.pem'), cert: fixture('self-signed-cert.pem') },
-      (_req, res) => res.end('secret'),
+    // A self-signed certificate for localhost / 127.0.0.1, made for this run.
+    const cert = await (await TestPki.create()).leaf({ issuer: 'self' });
+    const server = https.createServer({ key: cert.keyPem, cert: cert.certPem }, (_req, res) =>
+      res.end('secret'),
     );
     const port = await listen(server);
     const r = await run('/', 5000, `https://localhost:${port}`);
@@ -285,17 +283,6 @@ describe('uptime check through CheckPool', () => {
     );
     // 50 runs of 300 ms each, one after the other, would take 15 s.
     assert.ok(elapsed < 7500, `took ${elapsed} ms`);
-  });
-
-  test('certificate_health is not implemented yet and says so', { timeout: 20_000 }, async () => {
-    const r = await pool.run({
-      checkName: 'certificate_health',
-      url: 'https://localhost/',
-      timeoutMs: 1000,
-    });
-    assert.equal(r.ok, false);
-    assert.equal(r.httpStatusCode, 0);
-    assert.deepEqual(r.detail, { unsupported: true });
   });
 
   test('the local address is honored', { timeout: 20_000 }, async (t) => {

@@ -10,12 +10,21 @@ export function formatSeconds(ms: number): string {
 
 /** The error text for a run that ran out of its total budget (CONTRACT §5). */
 export function timeoutError(timeoutMs: number): string {
-  return `0 - Timed out after ${formatSeconds(timeoutMs)}`;
+  return `0 - ${timeoutReason(timeoutMs)}`;
+}
+
+/** `"Timed out after 30 s"`: a run that ran out of its total budget, without a prefix. */
+export function timeoutReason(timeoutMs: number): string {
+  return `Timed out after ${formatSeconds(timeoutMs)}`;
 }
 
 /** The error text when the redirect chain is longer than the limit (CONTRACT §5). */
 export function tooManyRedirectsError(maxRedirects: number): string {
-  return `0 - Too many redirects (more than ${maxRedirects})`;
+  return `0 - ${tooManyRedirectsReason(maxRedirects)}`;
+}
+
+function tooManyRedirectsReason(maxRedirects: number): string {
+  return `Too many redirects (more than ${maxRedirects})`;
 }
 
 /** OpenSSL certificate-verification codes, as Node puts them on `err.code`. */
@@ -114,24 +123,44 @@ function tlsReason(f: ErrorFacts): string | null {
  * @param timedOut whether the run's own deadline had passed when `err` arrived
  */
 export function describeFailure(err: unknown, timeoutMs: number, timedOut: boolean): string {
+  return `0 - ${describeFailureReason(err, timeoutMs, timedOut)}`;
+}
+
+/**
+ * What happened to a connection, without the uptime check's `"0 - "` prefix:
+ * `"Connection refused"`, `"Timed out after 30 s"`, `"TLS error: wrong version number"`.
+ * The certificate check words its "Cannot connect: …" errors with it.
+ * @param err what the connection attempt failed with
+ * @param timeoutMs the run's total budget, ms; named in the timeout message
+ * @param timedOut whether the run's own deadline had passed when `err` arrived
+ */
+export function describeFailureReason(err: unknown, timeoutMs: number, timedOut: boolean): string {
   const f = rootFacts(err);
   if (timedOut || f.name === 'TimeoutError' || (f.code && TIMEOUT_CODES.has(f.code))) {
-    return timeoutError(timeoutMs);
+    return timeoutReason(timeoutMs);
   }
   const code = f.code ?? '';
-  if (code === 'ECONNREFUSED') return '0 - Connection refused';
-  if (code === 'ECONNRESET') return '0 - Connection reset';
-  if (DNS_CODES.has(code)) return `0 - DNS lookup failed (${code})`;
-  if (code === 'UND_ERR_SOCKET' || code === 'EPIPE') return '0 - Connection closed';
-  if (code === 'ETIMEDOUT') return '0 - Connection timed out';
-  if (code === 'EHOSTUNREACH') return '0 - Host unreachable';
-  if (code === 'ENETUNREACH') return '0 - Network unreachable';
-  if (code === 'EADDRNOTAVAIL') return '0 - Cannot bind the local address (EADDRNOTAVAIL)';
-  if (code === 'ERR_INVALID_URL') return '0 - Invalid URL';
+  if (code === 'ECONNREFUSED') return 'Connection refused';
+  if (code === 'ECONNRESET') return 'Connection reset';
+  if (DNS_CODES.has(code)) return `DNS lookup failed (${code})`;
+  if (code === 'UND_ERR_SOCKET' || code === 'EPIPE') return 'Connection closed';
+  if (code === 'ETIMEDOUT') return 'Connection timed out';
+  if (code === 'EHOSTUNREACH') return 'Host unreachable';
+  if (code === 'ENETUNREACH') return 'Network unreachable';
+  if (code === 'EADDRNOTAVAIL') return 'Cannot bind the local address (EADDRNOTAVAIL)';
+  if (code === 'ERR_INVALID_URL') return 'Invalid URL';
   const tls = tlsReason(f);
-  if (tls !== null) return `0 - TLS error: ${tls}`;
-  if (code.startsWith('HPE_')) return `0 - Invalid HTTP response (${oneLine(f.message, 120)})`;
-  if (f.message === 'max redirects') return tooManyRedirectsError(5);
-  if (f.message.startsWith('Redirect loop detected')) return '0 - Redirect loop';
-  return `0 - ${oneLine(f.message) || code || 'Unknown error'}`;
+  if (tls !== null) return `TLS error: ${tls}`;
+  if (code.startsWith('HPE_')) return `Invalid HTTP response (${oneLine(f.message, 120)})`;
+  if (f.message === 'max redirects') return tooManyRedirectsReason(5);
+  if (f.message.startsWith('Redirect loop detected')) return 'Redirect loop';
+  return oneLine(f.message) || code || 'Unknown error';
+}
+
+/**
+ * An OpenSSL certificate-verification code (`socket.authorizationError`, e.g.
+ * `"CERT_SIGNATURE_FAILURE"`) in words; an unknown code is returned as it is.
+ */
+export function certificateErrorReason(code: string): string {
+  return CERT_REASONS[code] ?? code;
 }

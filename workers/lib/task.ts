@@ -39,7 +39,10 @@ export interface CheckTaskResult {
   startedAtMs: number;
   /**
    * Check-specific details, JSON-serializable, or null. Uptime: phase timings (ms) and the
-   * number of redirects followed. `{ unsupported: true }` marks a check this probe cannot run.
+   * number of redirects followed. certificate_health: `{ certificate }` (the leaf's issuer,
+   * signature algorithm, validity and fingerprint) after a handshake, `{ unreachable: true }`
+   * without one (workers/certificate.ts). `{ unsupported: true }` marks a check this probe
+   * cannot run.
    */
   detail: Record<string, unknown> | null;
 }
