@@ -80,7 +80,7 @@ export interface ReceivedRequest {
 
 /** A real HTTP server on 127.0.0.1, port 0, recording every request. */
 export interface Receiver {
-  /** `http://127.0.0.1:<port>/hook` */
+  /** `http://<host>:<port>/hook` (host 127.0.0.1 unless chosen) */
   readonly url: string;
   readonly port: number;
   readonly requests: ReceivedRequest[];
@@ -92,10 +92,14 @@ export interface Receiver {
 /**
  * Start a webhook receiver. `respond` returns the status for each request (default 200);
  * `statuses([500, 500, 200])` is a ready-made sequence (the last one repeats).
+ * @param opts.host loopback address to listen on. @default '127.0.0.1' (Linux answers on all
+ *   of 127.0.0.0/8, so '127.0.0.2' is another receiver host on the same machine)
  */
 export async function startReceiver(
   respond: (req: ReceivedRequest, index: number) => number = () => 200,
+  opts: { host?: string } = {},
 ): Promise<Receiver> {
+  const host = opts.host ?? '127.0.0.1';
   const requests: ReceivedRequest[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -118,10 +122,10 @@ export async function startReceiver(
       res.end('{}');
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const port = (server.address() as AddressInfo).port;
   const receiver: Receiver = {
-    url: `http://127.0.0.1:${port}/hook`,
+    url: `http://${host}:${port}/hook`,
     port,
     requests,
     respond,

@@ -182,7 +182,11 @@ export class Dispatcher {
     const now = this.clock.now();
     let wakeAt = Infinity;
     for (const [monitorId, q] of this.queues) {
-      const head = q[0];
+      let head = q[0];
+      while (head && head.status !== 'pending') {
+        q.shift(); // settled meanwhile (defensive: only pending events belong in a queue)
+        head = q[0];
+      }
       if (!head) {
         this.queues.delete(monitorId);
         continue;
@@ -226,13 +230,12 @@ export class Dispatcher {
   private async attempt(event: OutboxEvent, url: string): Promise<void> {
     // The attempt id is made durable before the POST, so X-Service-Webhook is never reused.
     const attemptId = this.o.seq.attempt++;
-    const parent = event.parentAttemptId ?? attemptId;
+    // The parent is the first *recorded* attempt: a POST lost to a crash before its outcome was
+    // stored does not become the parent, so try 1 always has parent = its own id. Redelivery
+    // chains keep the parent of the original chain (issue 4).
+    const parent = event.attempts.length > 0 ? (event.parentAttemptId ?? attemptId) : attemptId;
     const tryNo = event.attempts.length - (event.chainStart ?? 0) + 1;
-    await this.o.store.write([
-      { kind: 'event', id: event.id, value: { ...event, parentAttemptId: parent } },
-      { kind: 'seq', value: this.o.seq },
-    ]);
-    event.parentAttemptId = parent;
+    await this.o.store.write([{ kind: 'seq', value: this.o.seq }]); // live object: serialized at flush
 
     const started = this.clock.now();
     const t0 = performance.now();
@@ -271,16 +274,25 @@ export class Dispatcher {
       error,
       durationMs: Math.round(performance.now() - t0),
     };
-    event.attempts = [...event.attempts, record];
+    // Work on a copy and apply it only once stored: until then the event stays `pending`, so a
+    // redelivery racing with this write is refused (409) instead of queueing it twice.
+    const next: OutboxEvent = {
+      ...event,
+      parentAttemptId: parent,
+      attempts: [...event.attempts, record],
+    };
     const now = this.clock.now();
     if (status === 200) {
-      event.status = 'delivered';
+      next.status = 'delivered';
     } else if (now - (event.chainStartedAt ?? event.createdAt) >= this.o.giveUpAfterMs) {
-      event.status = 'failed';
+      next.status = 'failed';
     } else {
-      event.nextAttemptAt = now + backoffDelayMs(tryNo, this.o.backoff, this.o.random);
+      next.nextAttemptAt = now + backoffDelayMs(tryNo, this.o.backoff, this.o.random);
     }
-    await this.o.store.write([{ kind: 'event', id: event.id, value: event }]);
+    // The monitor was deleted while this POST was in flight: its events are gone for good.
+    if (this.queues.get(event.monitorId)?.[0] !== event) return;
+    await this.o.store.write([{ kind: 'event', id: event.id, value: next }]);
+    Object.assign(event, next);
     webhookAttempts.inc({ outcome: event.status === 'pending' ? 'retry' : event.status });
     const log = { eventId: event.id, monitorId: event.monitorId, try: tryNo, status, error };
     if (event.status === 'pending') this.o.logger.warn(log, 'webhook not accepted, will retry');
