@@ -1,18 +1,22 @@
 /**
- * The HTTP facade: a fastify app serving `/webapi` (spec §4–§5, CONTRACT §3–§4) and the
- * operator route `/_admin/users`. A factory only: it never listens, so tests `inject()` or
- * `listen({ port: 0 })` it and `main` decides the address.
+ * The HTTP facade: a fastify app serving `/webapi` (spec §4–§5, CONTRACT §3–§4), the
+ * operations endpoints and the operator route `/_admin/users`. A factory only: it never
+ * listens, so tests `inject()` or `listen({ port: 0 })` it and `main` decides the address.
  *
- * Layout: `vigil-errors` on the root (JSON errors, 404), then one encapsulated context with
- * `vigil-auth` and the check, monitor and account routes, then one context for the admin
- * route with its own token check and error body.
+ * Layout, on the root: `vigil-errors` (JSON errors, 404/405), `vigil-validation` (schema
+ * failures in the error model), `vigil-openapi` (shared models, @fastify/swagger), then the
+ * operations routes; one context for `/webapi` with `vigil-rate-limit`, the public OpenAPI
+ * document and, in a child context, `vigil-auth` with the check, monitor, account and webhook
+ * routes; one context for the admin route with its own token check and error body.
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { logger as moduleLogger, type Logger } from '../common/logger.js';
 import type { UserAdmin, VigilService } from '../common/service.js';
 import { authPlugin } from './plugins/auth.js';
 import { errorsPlugin, frameworkErrorHandler } from './plugins/errors.js';
+import { openapiPlugin, openapiRoute } from './plugins/openapi.js';
 import { RequestLogController } from './plugins/request-log.js';
+import { AJV_OPTIONS, validationPlugin } from './plugins/validation.js';
 import { accountRoutes } from './routes/account.js';
 import { adminRoutes } from './routes/admin.js';
 import { checkRoutes } from './routes/checks.js';
@@ -36,6 +40,11 @@ export interface BuildAppOptions {
   /** /webapi requests per minute per token (CONTRACT §4). @default 120 */
   rateLimitPerMinute?: number;
   /**
+   * Failed authentications per client address per minute before every /webapi request from
+   * that address is a 429 (issue 6). @default 30
+   */
+  maxAuthFailuresPerMinute?: number;
+  /**
    * Logger for request lines and 5xx causes; tokens and query strings are never logged.
    * @default logger('facade') from common/logger
    */
@@ -57,23 +66,33 @@ export function buildApp(opts: BuildAppOptions): FastifyInstance {
     onConstructorPoisoning: 'error',
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler,
+    ajv: { customOptions: { ...AJV_OPTIONS } },
   });
 
   // JSON only: a text/plain body is refused with 415 instead of reaching a route as a string.
   app.removeContentTypeParser('text/plain');
 
   void app.register(errorsPlugin);
+  void app.register(validationPlugin);
+  void app.register(openapiPlugin);
   app.addHook('onResponse', async (request, reply) => {
     apiRequests.inc({ route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode });
   });
   void app.register(opsRoutes, { service });
   void app.register(async (webapi) => {
     await webapi.register(rateLimitPlugin, { service, perMinute: opts.rateLimitPerMinute ?? 120 });
-    await webapi.register(authPlugin, { service });
-    await webapi.register(checkRoutes, { service });
-    await webapi.register(monitorRoutes, { service });
-    await webapi.register(accountRoutes, { service });
-    await webapi.register(webhookRoutes, { service });
+    await webapi.register(openapiRoute);
+    await webapi.register(async (authenticated) => {
+      const authOptions =
+        opts.maxAuthFailuresPerMinute === undefined
+          ? { service }
+          : { service, maxAuthFailuresPerMinute: opts.maxAuthFailuresPerMinute };
+      await authenticated.register(authPlugin, authOptions);
+      await authenticated.register(checkRoutes, { service });
+      await authenticated.register(monitorRoutes, { service });
+      await authenticated.register(accountRoutes, { service });
+      await authenticated.register(webhookRoutes, { service });
+    });
   });
   void app.register(adminRoutes, { admin, adminToken });
   return app;

@@ -226,9 +226,12 @@ describe('checks', () => {
       'notification_threshold',
       'status',
       'last_check_at',
+      'uptime',
     ]) {
       assert.ok(key in res.body, `check has ${key}`);
     }
+    // Issue 6: percentages per window, null before any run.
+    assert.deepEqual(res.body.uptime, { '24h': null, '7d': null, '30d': null });
     assert.equal(res.body.id, uptime.id);
     assert.equal(res.body.monitor_id, monitor.id);
     assert.equal(res.body.name, 'uptime');

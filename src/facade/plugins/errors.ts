@@ -8,6 +8,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERRORS, VigilError, type ErrorCode, type FieldErrors } from '../../common/errors.js';
 import { namedPlugin } from './named-plugin.js';
 import { requestFields } from './request-log.js';
+import { BODY_MESSAGES, isValidationError, validationProblem } from './validation.js';
 
 /** What an error becomes on the wire, before the body shape is chosen. */
 export interface HttpProblem {
@@ -31,13 +32,6 @@ export interface ErrorBody {
 
 /** Content type of every facade response. */
 export const JSON_TYPE = 'application/json; charset=utf-8';
-
-/** Messages for the body problems fastify detects while parsing (CONTRACT §4, 400). */
-export const BODY_MESSAGES = {
-  invalidJson: 'The request body is not valid JSON.',
-  emptyJson: 'The request body is empty; it must be a JSON object.',
-  contentLength: 'The Content-Length header does not match the request body.',
-} as const;
 
 /** Fastify error codes with a fixed translation. */
 const FASTIFY_ERRORS: Readonly<Record<string, { code: ErrorCode; message?: string }>> = {
@@ -138,7 +132,8 @@ async function sendError(
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply> {
-  const problem = problemOf(err);
+  // A request part that fails its route schema: 400, 404 or 422 (plugins/validation.ts).
+  const problem = problemOf(isValidationError(err) ? validationProblem(err, request) : err);
   logProblem(problem, err, request);
   return reply.code(problem.status).type(JSON_TYPE).send(errorBody(problem));
 }

@@ -33,7 +33,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { VigilError, validationError, type FieldErrors } from '../../common/errors.js';
 import type { NewUserInput, UserAdmin, UserView } from '../../common/service.js';
 import { JSON_TYPE, logProblem, problemOf } from '../plugins/errors.js';
-import { objectBody } from './input.js';
+import { objectBody } from '../plugins/validation.js';
 
 /** Path of the operator route. */
 export const ADMIN_USERS_PATH = '/_admin/users';
@@ -209,7 +209,8 @@ export const adminRoutes: FastifyPluginAsync<AdminRouteOptions> = async (app, op
     }
   });
 
-  app.post(ADMIN_USERS_PATH, async (request) => {
+  // Operator surface, not part of the public API: kept out of the OpenAPI document.
+  app.post(ADMIN_USERS_PATH, { schema: { hide: true } }, async (request) => {
     const body = objectBody(request.body);
     const { op } = body;
     if (!isOp(op)) {
