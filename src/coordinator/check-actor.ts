@@ -109,6 +109,7 @@ export class CheckActor {
         name: this.check.name,
         url: monitor.url,
         intervalSeconds: this.check.intervalSeconds,
+        lastLocation: this.state.lastLocation,
       },
       firstAt,
     );

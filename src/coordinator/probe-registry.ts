@@ -89,18 +89,25 @@ export class ProbeRegistry {
   }
 
   /**
-   * The least busy probe (in-flight/capacity) with room for one more run, not in `exclude`;
-   * among equals, one not in `avoid` (rotation over locations). Null when none has room.
+   * A probe with room for one more run, not in `exclude`: of the location this check ran in
+   * least recently (`lastRanAt`, ms since epoch, 0 = never), the least busy
+   * (in-flight/capacity). Null when none has room.
    */
-  pick(exclude: string | null, avoid: string | null): ProbeSession | null {
+  pick(
+    exclude: string | null,
+    lastRanAt: (location: string) => number = () => 0,
+  ): ProbeSession | null {
     let best: ProbeSession | null = null;
-    let bestScore = Infinity;
+    let bestRan = Infinity;
+    let bestLoad = Infinity;
     for (const s of this.sessions.values()) {
       if (s.location === exclude || s.inflight.size >= s.capacity) continue;
-      const score = s.inflight.size / s.capacity + (s.location === avoid ? 1 : 0);
-      if (score < bestScore) {
+      const ran = lastRanAt(s.location);
+      const load = s.inflight.size / s.capacity;
+      if (ran < bestRan || (ran === bestRan && load < bestLoad)) {
         best = s;
-        bestScore = score;
+        bestRan = ran;
+        bestLoad = load;
       }
     }
     return best;

@@ -17,6 +17,8 @@ export interface SchedulableCheck {
   name: CheckName;
   url: string;
   intervalSeconds: number;
+  /** Where it last ran (from its stored state), so the next run goes elsewhere. */
+  lastLocation?: string | null;
 }
 
 /** A result as it arrives from a probe (proto RunResult fields used). */
@@ -54,7 +56,8 @@ interface Entry {
   version: number;
   /** The scheduled run in flight, if any (one at a time per check). */
   scheduledRunId: number | null;
-  lastLocation: string | null;
+  /** location → when this check last ran there, ms since epoch (rotation over locations). */
+  ranAt: Map<string, number>;
 }
 
 /** A verification or re-check waiting for a probe. */
@@ -142,7 +145,8 @@ export class Scheduler {
       nextAt: firstAt,
       version: (old?.version ?? 0) + 1,
       scheduledRunId: old?.scheduledRunId ?? null,
-      lastLocation: old?.lastLocation ?? null,
+      ranAt:
+        old?.ranAt ?? new Map(check.lastLocation ? [[check.lastLocation, this.clock.now()]] : []),
     };
     this.entries.set(check.id, entry);
     this.push({ at: firstAt, id: check.id, version: entry.version });
@@ -213,7 +217,7 @@ export class Scheduler {
             : 'fail',
       });
       if (entry.scheduledRunId === run.runId) entry.scheduledRunId = null;
-      entry.lastLocation = session.location;
+      entry.ranAt.set(session.location, this.clock.now());
       let detail: Record<string, unknown> | null = null;
       if (result.detail_json) {
         try {
@@ -268,9 +272,7 @@ export class Scheduler {
           exclusive &&
           u.excludeLocation !== null &&
           !this.registry.hasOtherLocation(u.excludeLocation);
-        const session = onlyThere
-          ? null
-          : this.registry.pick(exclusive ? u.excludeLocation : null, null);
+        const session = onlyThere ? null : this.registry.pick(exclusive ? u.excludeLocation : null);
         if (session) this.assign(session, entry, u.purpose, u.excludeLocation, u.excludeUntil);
         else {
           waiting.push(u);
@@ -286,7 +288,7 @@ export class Scheduler {
         this.regularHead++;
         continue;
       }
-      const session = this.registry.pick(null, entry.lastLocation);
+      const session = this.registry.pick(null, (l) => entry.ranAt.get(l) ?? 0);
       if (!session) break;
       scheduleLag.observe(Math.max(0, now - (this.regularDue[this.regularHead] ?? now)) / 1000);
       this.regularHead++;

@@ -230,12 +230,15 @@ export class Dispatcher {
   private async attempt(event: OutboxEvent, url: string): Promise<void> {
     // The attempt id is made durable before the POST, so X-Service-Webhook is never reused.
     const attemptId = this.o.seq.attempt++;
-    // The parent is the first *recorded* attempt: a POST lost to a crash before its outcome was
-    // stored does not become the parent, so try 1 always has parent = its own id. Redelivery
-    // chains keep the parent of the original chain (issue 4).
-    const parent = event.attempts.length > 0 ? (event.parentAttemptId ?? attemptId) : attemptId;
+    // The parent id is the receivers' idempotency key: fixed (and stored with the attempt id)
+    // before the first POST, the same on every later try, across crashes and redelivery chains.
+    const parent = event.parentAttemptId ?? attemptId;
     const tryNo = event.attempts.length - (event.chainStart ?? 0) + 1;
-    await this.o.store.write([{ kind: 'seq', value: this.o.seq }]); // live object: serialized at flush
+    await this.o.store.write([
+      { kind: 'event', id: event.id, value: { ...event, parentAttemptId: parent } },
+      { kind: 'seq', value: this.o.seq }, // the live object, serialized at flush
+    ]);
+    event.parentAttemptId = parent;
 
     const started = this.clock.now();
     const t0 = performance.now();

@@ -72,6 +72,7 @@ export interface StreamEndReport {
 /** Explain why the coordinator stream ended, in the words an operator needs. */
 export function describeStreamEnd(
   status: Pick<grpc.StatusObject, 'code' | 'details'>,
+  secure = false,
 ): StreamEndReport {
   switch (status.code) {
     case grpc.status.UNAUTHENTICATED:
@@ -79,7 +80,15 @@ export function describeStreamEnd(
     case grpc.status.FAILED_PRECONDITION:
       return { level: 'error', message: status.details || 'coordinator refused this probe' };
     case grpc.status.UNAVAILABLE:
-      if (/certificate|ssl|tls|handshake/i.test(status.details)) {
+      // A coordinator that rejects the client certificate (another CA) closes the connection
+      // right after the TLS 1.3 handshake without an alert (Node checks it after OpenSSL did):
+      // grpc-js then says only "Failed to connect" or "read ECONNRESET".
+      if (
+        /certificate|ssl|tls|handshake/i.test(status.details) ||
+        (secure &&
+          /^No connection established/.test(status.details) &&
+          /Failed to connect|ECONNRESET|Connection closed before/.test(status.details))
+      ) {
         return {
           level: 'error',
           message: `TLS with the coordinator failed (check --tls-ca and the certificates): ${status.details}`,

@@ -466,7 +466,10 @@ export class ProbeNode extends EventEmitter {
     if (this.stopping) return;
     const end: StreamEnd = { code: status.code, details: status.details, at: this.clock.now() };
     this.lastEnd = end;
-    const { level, message } = describeStreamEnd(status);
+    const { level, message } = describeStreamEnd(
+      status,
+      this.options.credentials?._isSecure() ?? false,
+    );
     const retryInMs = this.scheduleReconnect();
     this.log[level](
       { code: grpc.status[status.code], details: status.details, retryInMs },
