@@ -7,6 +7,7 @@
 import type { Clock, TimerHandle } from '../common/clock.js';
 import type { Logger } from '../common/logger.js';
 import type { CheckName } from '../domain/check.js';
+import type { RunResult__Output } from '../generated/vigil/probe/v1/RunResult.js';
 import type { RunOutcome, RunPurpose } from '../domain/result.js';
 import { checkRuns, scheduleLag } from '../common/metrics.js';
 import type { ProbeRegistry, ProbeSession, Run } from './probe-registry.js';
@@ -21,17 +22,8 @@ export interface SchedulableCheck {
   lastLocation?: string | null;
 }
 
-/** A result as it arrives from a probe (proto RunResult fields used). */
-export interface ProbeResult {
-  run_id: number;
-  check_id: number;
-  ok: boolean;
-  http_status_code: number;
-  error: string;
-  response_time_ms: number;
-  started_at_ms: number;
-  detail_json: string;
-}
+/** A result as it arrives from a probe: the proto RunResult (src/generated, never edited). */
+export type ProbeResult = RunResult__Output;
 
 export interface SchedulerOptions {
   clock: Clock;
