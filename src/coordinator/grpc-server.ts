@@ -138,7 +138,7 @@ export async function startProbeServer(opts: ProbeServerOptions): Promise<ProbeS
         }
       });
       call.on('end', () => {
-        closeSession('stream ended by probe');
+        closeSession('stream ended (the probe closed it, or keepalive found the connection dead)');
         call.end();
       });
       call.on('error', (err: Error) => closeSession(`stream error: ${err.message}`));

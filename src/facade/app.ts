@@ -3,11 +3,13 @@
  * operations endpoints and the operator route `/_admin/users`. A factory only: it never
  * listens, so tests `inject()` or `listen({ port: 0 })` it and `main` decides the address.
  *
- * Layout, on the root: `vigil-errors` (JSON errors, 404/405), `vigil-validation` (schema
+ * Layout, on the root: `vigil-rate-limit` (the limiter, and X-RateLimit-* on every response),
+ * `vigil-errors` (JSON errors, 404/405, counted by the limiter), `vigil-validation` (schema
  * failures in the error model), `vigil-openapi` (shared models, @fastify/swagger), then the
- * operations routes; one context for `/webapi` with `vigil-rate-limit`, the public OpenAPI
- * document and, in a child context, `vigil-auth` with the check, monitor, account and webhook
- * routes; one context for the admin route with its own token check and error body.
+ * operations routes (not counted); one context for `/webapi` counted by the limiter, with the
+ * public OpenAPI document and, in a child context, `vigil-auth` with the check, monitor,
+ * account and webhook routes; one context for the admin route with its own token check and
+ * error body (not counted).
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { logger as moduleLogger, type Logger } from '../common/logger.js';
@@ -72,6 +74,8 @@ export function buildApp(opts: BuildAppOptions): FastifyInstance {
   // JSON only: a text/plain body is refused with 415 instead of reaching a route as a string.
   app.removeContentTypeParser('text/plain');
 
+  // First: its decorators and root onSend hook must exist before the other plugins use them.
+  void app.register(rateLimitPlugin, { service, perMinute: opts.rateLimitPerMinute ?? 120 });
   void app.register(errorsPlugin);
   void app.register(validationPlugin);
   void app.register(openapiPlugin);
@@ -80,7 +84,9 @@ export function buildApp(opts: BuildAppOptions): FastifyInstance {
   });
   void app.register(opsRoutes, { service });
   void app.register(async (webapi) => {
-    await webapi.register(rateLimitPlugin, { service, perMinute: opts.rateLimitPerMinute ?? 120 });
+    // Every /webapi request is counted, before authentication (plugins/auth.ts runs in
+    // preParsing), so refused and unauthenticated requests are counted too.
+    webapi.addHook('onRequest', webapi.rateLimit());
     await webapi.register(openapiRoute);
     await webapi.register(async (authenticated) => {
       const authOptions =

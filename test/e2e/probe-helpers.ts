@@ -324,6 +324,21 @@ export class ProbeProcess {
     this.proc = null;
     return stopChild(p, signal);
   }
+
+  /**
+   * Send `signal` without waiting for anything (e.g. SIGSTOP / SIGCONT: a probe that goes
+   * silent without closing its socket). Returns false when the process is gone.
+   */
+  signal(signal: NodeJS.Signals): boolean {
+    const p = this.proc;
+    if (!p || p.pid === undefined || p.exitCode !== null || p.signalCode !== null) return false;
+    try {
+      process.kill(p.pid, signal);
+      return true;
+    } catch {
+      return false;
+    }
+  }
 }
 
 /** One request the target saw. */

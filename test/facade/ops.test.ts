@@ -1,8 +1,9 @@
 /**
  * Operations endpoints and rate limits (CONTRACT §4, issue 6) over real HTTP against the real
  * coordinator: /healthz, /readyz (503 until a probe connects), /metrics in Prometheus format,
- * the per-token limit with 429 + Retry-After and X-RateLimit-* on every /webapi response, and
- * the per-address limit on failed authentication.
+ * the per-token limit with 429 + Retry-After and X-RateLimit-* on every response (unknown
+ * routes, 405, operations routes, body and router errors included), and the per-address limit
+ * on failed authentication.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -23,6 +24,7 @@ let app: ReturnType<typeof buildApp>;
 let base: string;
 let alice: UserView;
 let bob: UserView;
+let carol: UserView;
 
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'vigil-facade-ops-'));
@@ -43,6 +45,11 @@ before(async () => {
     apiEnabled: true,
   });
   bob = await coordinator.createUser({ email: 'bob@example.com', plan: 'pro', apiEnabled: true });
+  carol = await coordinator.createUser({
+    email: 'carol@example.com',
+    plan: 'pro',
+    apiEnabled: true,
+  });
 });
 
 after(async () => {
@@ -131,5 +138,103 @@ describe('rate limits', { timeout: 30_000 }, () => {
       await res.arrayBuffer();
     }
     assert.equal(last, 429);
+  });
+});
+
+describe('X-RateLimit-* on every response (CONTRACT §4)', { timeout: 30_000 }, () => {
+  // Carol's own budget, so that the other tests' spending does not matter.
+  const auth = (): Record<string, string> => ({ authorization: `Bearer ${carol.api_token}` });
+  const expectHeaders = (
+    where: string,
+    headers: { get(name: string): string | null },
+    remaining: number,
+  ): void => {
+    assert.equal(headers.get('x-ratelimit-limit'), String(LIMIT), `${where}: limit`);
+    assert.equal(headers.get('x-ratelimit-remaining'), String(remaining), `${where}: remaining`);
+  };
+  const headersOf = (res: { headers: Record<string, unknown> }) => ({
+    get: (name: string): string | null =>
+      res.headers[name] === undefined ? null : String(res.headers[name]),
+  });
+
+  it('unknown routes and 405s are counted; operations routes and early errors only report', async () => {
+    const notFound = await fetch(`${base}/webapi/nope`, { headers: auth() });
+    assert.equal(notFound.status, 404);
+    expectHeaders('404', notFound.headers, LIMIT - 1);
+    await notFound.arrayBuffer();
+
+    const notAllowed = await fetch(`${base}/healthz`, { method: 'DELETE', headers: auth() });
+    assert.equal(notAllowed.status, 405);
+    assert.equal(notAllowed.headers.get('allow'), 'GET, HEAD');
+    expectHeaders('405', notAllowed.headers, LIMIT - 2);
+    await notAllowed.arrayBuffer();
+
+    // Not counted: they report the budget without spending it.
+    for (const path of ['/healthz', '/readyz', '/metrics']) {
+      const res = await fetch(`${base}${path}`, { headers: auth() });
+      assert.ok(res.status === 200 || res.status === 503, `${path} ${res.status}`);
+      expectHeaders(path, res.headers, LIMIT - 2);
+      await res.arrayBuffer();
+    }
+
+    // Errors raised before the limiter runs: a body over 64 KiB and a malformed body on an
+    // unknown route (the body is read before the not-found handler), a malformed URL.
+    const tooLarge = await app.inject({
+      method: 'POST',
+      url: '/nope',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      payload: JSON.stringify({ pad: 'x'.repeat(70 * 1024) }),
+    });
+    assert.equal(tooLarge.statusCode, 413);
+    expectHeaders('413', headersOf(tooLarge), LIMIT - 2);
+    const badJson = await app.inject({
+      method: 'POST',
+      url: '/nope',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      payload: '{"broken',
+    });
+    assert.equal(badJson.statusCode, 400);
+    expectHeaders('400 (body)', headersOf(badJson), LIMIT - 2);
+    const badUrl = await fetch(`${base}/webapi/checks/%E0%A4%A`, { headers: auth() });
+    assert.equal(badUrl.status, 400);
+    expectHeaders('400 (URL)', badUrl.headers, LIMIT - 2);
+    await badUrl.arrayBuffer();
+
+    // /webapi/openapi.json is counted, and so is a 413 on a /webapi route.
+    const doc = await fetch(`${base}/webapi/openapi.json`, { headers: auth() });
+    assert.equal(doc.status, 200);
+    expectHeaders('openapi.json', doc.headers, LIMIT - 3);
+    await doc.arrayBuffer();
+    const tooLargeApi = await app.inject({
+      method: 'POST',
+      url: '/webapi/monitors',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      payload: JSON.stringify({ pad: 'x'.repeat(70 * 1024) }),
+    });
+    assert.equal(tooLargeApi.statusCode, 413);
+    expectHeaders('413 (/webapi)', headersOf(tooLargeApi), LIMIT - 4);
+  });
+
+  it('an unknown route past the budget is a 429 with Retry-After', async () => {
+    let last: Response | undefined;
+    for (let i = 0; i < LIMIT + 1; i++) {
+      last = await fetch(`${base}/webapi/nope`, { headers: auth() });
+      await last.arrayBuffer();
+      if (last.status === 429) break;
+    }
+    assert.equal(last?.status, 429);
+    assert.match(last.headers.get('retry-after') ?? '', /^\d+$/);
+    expectHeaders('429', last.headers, 0);
+    const health = await fetch(`${base}/healthz`, { headers: auth() });
+    assert.equal(health.status, 200, 'operations routes are never limited');
+    expectHeaders('/healthz when spent', health.headers, 0);
+    await health.arrayBuffer();
+  });
+
+  it('without a token, by address', async () => {
+    const res = await fetch(`${base}/healthz`);
+    assert.equal(res.headers.get('x-ratelimit-limit'), String(LIMIT));
+    assert.match(res.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/);
+    await res.arrayBuffer();
   });
 });

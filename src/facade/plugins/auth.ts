@@ -66,7 +66,7 @@ export const authPlugin = namedPlugin<AuthPluginOptions>('vigil-auth', async (ap
   // tokens gets a 429 long before it could matter. Entries are dropped as windows pass.
   const failures = new Map<string, { count: number; windowStart: number }>();
   const maxFailures = opts.maxAuthFailuresPerMinute ?? 30;
-  // preParsing: after the rate limiter's route-level onRequest hook (so refused requests are
+  // preParsing: after the rate limiter's onRequest hook (app.ts; so refused requests are
   // counted and carry X-RateLimit-*), still before the body is read.
   app.addHook('preParsing', async (request, reply, payload) => {
     const now = Date.now();

@@ -141,7 +141,8 @@ async function sendError(
 /**
  * Fastify's `frameworkErrors` option: errors the router raises before any route context exists
  * (malformed percent-encoding, over-long path parameters) would otherwise bypass the error
- * handler and leave in fastify's own body shape.
+ * handler and leave in fastify's own body shape. No hook runs for them either, so the rate
+ * headers come from the `addRateLimitHeaders` decorator of plugins/rate-limit.ts.
  */
 export function frameworkErrorHandler(
   err: FastifyError,
@@ -150,7 +151,16 @@ export function frameworkErrorHandler(
 ): void {
   const problem = problemOf(err);
   logProblem(problem, err, request);
-  void reply.code(problem.status).type(JSON_TYPE).send(errorBody(problem));
+  const send = (): void => {
+    void reply.code(problem.status).type(JSON_TYPE).send(errorBody(problem));
+  };
+  // No hook runs for these replies, so the X-RateLimit-* headers (CONTRACT §4) are set here.
+  const server = request.server;
+  if (server.hasDecorator('addRateLimitHeaders')) {
+    server.addRateLimitHeaders(request, reply).then(send, send);
+  } else {
+    send();
+  }
 }
 
 /**
@@ -168,7 +178,10 @@ export const errorsPlugin = namedPlugin('vigil-errors', async (app) => {
     );
     for (const m of [route.method].flat()) routes.push({ pattern, method: m.toUpperCase() });
   });
-  app.setNotFoundHandler(async (request, reply) => {
+  // Unknown routes spend the caller's rate budget like any /webapi request (CONTRACT §4), when
+  // the limiter (plugins/rate-limit.ts) is registered before this plugin.
+  const limiter = app.hasDecorator('rateLimit') ? app.rateLimit() : undefined;
+  app.setNotFoundHandler(limiter ? { preHandler: limiter } : {}, async (request, reply) => {
     const path = request.url.split('?')[0] ?? '';
     const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
     if (allowed.length > 0) {
