@@ -15,7 +15,8 @@ import {
   parsePositiveInt,
 } from './cli/options.js';
 import { startProbe, startService } from './cli/serve.js';
-import { runAdminOp, type AdminOp } from './cli/users.js';
+import type { AdminAction } from './common/admin-ops.js';
+import { runAdminOp } from './cli/users.js';
 
 const dataDirOption = (): Option =>
   new Option('--data-dir <dir>', 'data directory').env('VIGIL_DATA_DIR').default('./data');
@@ -117,7 +118,7 @@ async function serve(flags: ServeFlags, locations: string[]): Promise<void> {
   process.once('SIGINT', stop);
 }
 
-async function admin(dataDir: string, action: AdminOp): Promise<void> {
+async function admin(dataDir: string, action: AdminAction): Promise<void> {
   try {
     const result = await runAdminOp(dataDir, action);
     process.stdout.write(`${JSON.stringify(result)}\n`);

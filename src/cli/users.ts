@@ -5,45 +5,15 @@
  */
 import { request } from 'undici';
 import { VigilError, type ErrorCode } from '../common/errors.js';
-import type { UserAdmin } from '../common/service.js';
+import { applyAdminAction, type AdminAction } from '../common/admin-ops.js';
 import { Coordinator } from '../coordinator/coordinator.js';
 import { readAdminToken, readEndpoints } from './data-dir.js';
-
-/** One operator action, as sent to the admin route. */
-export type AdminOp =
-  | {
-      op: 'create';
-      args: { email: string; plan?: string; webhookUrl?: string | null; apiEnabled?: boolean };
-    }
-  | { op: 'list'; args: Record<string, never> }
-  | { op: 'show'; args: { email: string } }
-  | { op: 'set'; args: { email: string; plan?: string; webhookUrl?: string | null } }
-  | { op: 'api'; args: { email: string; enabled: boolean } }
-  | { op: 'rotate-token'; args: { email: string } };
-
-/** Carry out `action` on `admin`. */
-export function applyAdminOp(admin: UserAdmin, action: AdminOp): Promise<unknown> {
-  switch (action.op) {
-    case 'create':
-      return admin.createUser(action.args);
-    case 'list':
-      return admin.listUsers();
-    case 'show':
-      return admin.showUser(action.args.email);
-    case 'set':
-      return admin.setUser(action.args.email, action.args);
-    case 'api':
-      return admin.setApiEnabled(action.args.email, action.args.enabled);
-    case 'rotate-token':
-      return admin.rotateToken(action.args.email);
-  }
-}
 
 /**
  * Run `action` against the data dir, directly or through the running service.
  * @throws VigilError with the code the service answered (e.g. VIGIL_ERR_USER_NOT_FOUND)
  */
-export async function runAdminOp(dataDir: string, action: AdminOp): Promise<unknown> {
+export async function runAdminOp(dataDir: string, action: AdminAction): Promise<unknown> {
   let coordinator: Coordinator;
   try {
     coordinator = await Coordinator.open({ dataDir });
@@ -54,13 +24,17 @@ export async function runAdminOp(dataDir: string, action: AdminOp): Promise<unkn
     throw err;
   }
   try {
-    return await applyAdminOp(coordinator, action);
+    return await applyAdminAction(coordinator, action);
   } finally {
     await coordinator.close();
   }
 }
 
-async function viaService(dataDir: string, action: AdminOp, locked: VigilError): Promise<unknown> {
+async function viaService(
+  dataDir: string,
+  action: AdminAction,
+  locked: VigilError,
+): Promise<unknown> {
   const endpoints = await readEndpoints(dataDir);
   const token = await readAdminToken(dataDir);
   if (!endpoints || !token) {

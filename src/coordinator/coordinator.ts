@@ -86,6 +86,8 @@ export class Coordinator implements VigilService, UserAdmin {
   private readonly usersByEmail = new Map<string, User>();
   private readonly usersByToken = new Map<string, User>();
   private readonly monitors = new Map<number, Monitor>();
+  /** user id → that user's monitor ids, so a listing does not scan every monitor */
+  private readonly monitorsByUser = new Map<number, Set<number>>();
   private readonly checksByMonitor = new Map<number, number[]>();
   private readonly actors = new Map<number, CheckActor>();
   private readonly ctx: ActorContext;
@@ -151,7 +153,7 @@ export class Coordinator implements VigilService, UserAdmin {
       const snap = await store.load();
       const c = new Coordinator(store, snap.seq, opts);
       for (const u of snap.users) c.indexUser(u);
-      for (const m of snap.monitors) c.monitors.set(m.id, m);
+      for (const m of snap.monitors) c.indexMonitor(m);
       for (const check of snap.checks) {
         c.addActor(check, snap.states.get(check.id) ?? initialCheckState());
       }
@@ -215,6 +217,13 @@ export class Coordinator implements VigilService, UserAdmin {
     await this.store.close();
   }
 
+  private indexMonitor(m: Monitor): void {
+    this.monitors.set(m.id, m);
+    let ids = this.monitorsByUser.get(m.userId);
+    if (!ids) this.monitorsByUser.set(m.userId, (ids = new Set()));
+    ids.add(m.id);
+  }
+
   private indexUser(u: User): void {
     this.users.set(u.id, u);
     this.usersByEmail.set(u.email, u);
@@ -243,7 +252,10 @@ export class Coordinator implements VigilService, UserAdmin {
 
   listMonitors(userId: number): MonitorView[] {
     const out: MonitorView[] = [];
-    for (const m of this.monitors.values()) if (m.userId === userId) out.push(this.monitorView(m));
+    for (const id of this.monitorsByUser.get(userId) ?? []) {
+      const m = this.monitors.get(id);
+      if (m) out.push(this.monitorView(m));
+    }
     return out;
   }
 
@@ -306,7 +318,7 @@ export class Coordinator implements VigilService, UserAdmin {
     }
     ops.push({ kind: 'seq', value: this.seq });
     await this.store.write(ops);
-    this.monitors.set(monitor.id, monitor);
+    this.indexMonitor(monitor);
     for (const c of checks) {
       const actor = this.addActor(c, state);
       if (this.started) await actor.post({ type: 'enable' }); // runs at once
@@ -329,6 +341,7 @@ export class Coordinator implements VigilService, UserAdmin {
     }
     this.checksByMonitor.delete(monitorId);
     this.monitors.delete(monitorId);
+    this.monitorsByUser.get(userId)?.delete(monitorId);
     await this.dispatcher.forgetMonitor(monitorId); // CONTRACT §3: nothing more is sent for it
   }
 

@@ -157,10 +157,6 @@ export class Scheduler {
     this.urgent = this.urgent.filter((u) => u.checkId !== checkId);
   }
 
-  has(checkId: number): boolean {
-    return this.entries.has(checkId);
-  }
-
   /**
    * Run `checkId` now outside its schedule. `verify` runs avoid `excludeLocation`; when no
    * other location is connected, the same location runs it after 5 s (CONTRACT §5).

@@ -31,7 +31,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { VigilError, validationError, type FieldErrors } from '../../common/errors.js';
-import type { NewUserInput, UserAdmin, UserView } from '../../common/service.js';
+import { ADMIN_OPS, applyAdminAction, type AdminAction } from '../../common/admin-ops.js';
+import type { UserAdmin, UserView } from '../../common/service.js';
 import { JSON_TYPE, logProblem, problemOf } from '../plugins/errors.js';
 import { objectBody } from '../plugins/validation.js';
 
@@ -42,7 +43,7 @@ export const ADMIN_USERS_PATH = '/_admin/users';
 export const ADMIN_TOKEN_HEADER = 'x-vigil-admin-token';
 
 /** The operations of `POST /_admin/users`, one per `vigil users` subcommand. */
-export const ADMIN_OPS = ['create', 'list', 'show', 'set', 'api', 'rotate-token'] as const;
+export { ADMIN_OPS };
 
 /** One of {@link ADMIN_OPS}. */
 export type AdminOp = (typeof ADMIN_OPS)[number];
@@ -131,55 +132,54 @@ class Args {
   }
 }
 
-/** Runs one operation against the UserAdmin. */
+/** Validates one operation's raw `args` and runs it against the UserAdmin. */
 export async function runAdminOp(
   admin: UserAdmin,
   op: AdminOp,
   raw: Record<string, unknown>,
 ): Promise<UserView | UserView[]> {
   const args = new Args(raw);
+  let action: AdminAction;
   switch (op) {
     case 'list':
-      return admin.listUsers();
+      action = { op, args: {} };
+      break;
     case 'create': {
-      const input: NewUserInput = { email: args.string('email') };
+      const create: Extract<AdminAction, { op: 'create' }>['args'] = {
+        email: args.string('email'),
+      };
       const plan = args.optionalString('plan');
       const webhookUrl = args.optionalNullableString('webhookUrl');
       const apiEnabled = args.boolean('apiEnabled', false);
-      args.done();
-      if (plan !== undefined) input.plan = plan;
-      if (webhookUrl !== undefined) input.webhookUrl = webhookUrl;
-      if (apiEnabled !== undefined) input.apiEnabled = apiEnabled;
-      return admin.createUser(input);
+      if (plan !== undefined) create.plan = plan;
+      if (webhookUrl !== undefined) create.webhookUrl = webhookUrl;
+      if (apiEnabled !== undefined) create.apiEnabled = apiEnabled;
+      action = { op, args: create };
+      break;
     }
     case 'set': {
-      const email = args.string('email');
+      // Only present keys are passed: an absent key means "leave unchanged".
+      const set: Extract<AdminAction, { op: 'set' }>['args'] = { email: args.string('email') };
       const plan = args.optionalString('plan');
       const webhookUrl = args.optionalNullableString('webhookUrl');
-      args.done();
-      // Only present keys are passed: an absent key means "leave unchanged".
-      const input: { plan?: string; webhookUrl?: string | null } = {};
-      if (plan !== undefined) input.plan = plan;
-      if (webhookUrl !== undefined) input.webhookUrl = webhookUrl;
-      return admin.setUser(email, input);
+      if (plan !== undefined) set.plan = plan;
+      if (webhookUrl !== undefined) set.webhookUrl = webhookUrl;
+      action = { op, args: set };
+      break;
     }
-    case 'api': {
-      const email = args.string('email');
-      const enabled = args.boolean('enabled', true);
-      args.done();
-      return admin.setApiEnabled(email, enabled === true);
-    }
-    case 'show': {
-      const email = args.string('email');
-      args.done();
-      return admin.showUser(email);
-    }
-    case 'rotate-token': {
-      const email = args.string('email');
-      args.done();
-      return admin.rotateToken(email);
-    }
+    case 'api':
+      action = {
+        op,
+        args: { email: args.string('email'), enabled: args.boolean('enabled', true) === true },
+      };
+      break;
+    case 'show':
+    case 'rotate-token':
+      action = { op, args: { email: args.string('email') } };
+      break;
   }
+  args.done();
+  return applyAdminAction(admin, action);
 }
 
 async function sendAdminError(
