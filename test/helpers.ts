@@ -14,6 +14,9 @@ import { pino } from 'pino';
 import type { Logger } from '../src/common/logger.js';
 import type { ProbeSession, Run, RunRequestMessage } from '../src/coordinator/probe-registry.js';
 import type { ProbeResult, Scheduler } from '../src/coordinator/scheduler.js';
+import type { Sequences, Store } from '../src/coordinator/store/store.js';
+import { signWebhook } from '../src/delivery/signature.js';
+import type { OutboxEvent } from '../src/domain/events.js';
 
 /** Something that runs cleanup functions after a test (node:test's TestContext, or `after`). */
 export interface Cleanup {
@@ -215,4 +218,48 @@ export function answer(
     detail_json: '',
   };
   scheduler.resultArrived(session.id, result);
+}
+
+/** What differs between the outbox events the delivery tests make. */
+export interface NewEvent {
+  userId: number;
+  monitorId: number;
+  checkId: number;
+  type: OutboxEvent['type'];
+  /** The serialized webhook body. */
+  body: string;
+  /** The user's API token: the signing key. */
+  token: string;
+  /** Creation time, ms since epoch (also the first try's due time). */
+  at: number;
+}
+
+/**
+ * Write a new pending outbox event with the next id from `seq`, as a check actor would
+ * (event and sequence in one batch), and return it.
+ */
+export async function storeNewEvent(
+  store: Store,
+  seq: Sequences,
+  e: NewEvent,
+): Promise<OutboxEvent> {
+  const event: OutboxEvent = {
+    id: seq.event++,
+    userId: e.userId,
+    monitorId: e.monitorId,
+    checkId: e.checkId,
+    type: e.type,
+    body: e.body,
+    signature: signWebhook(e.body, e.token),
+    createdAt: e.at,
+    status: 'pending',
+    parentAttemptId: null,
+    attempts: [],
+    nextAttemptAt: e.at,
+  };
+  await store.write([
+    { kind: 'event', id: event.id, value: event },
+    { kind: 'seq', value: seq },
+  ]);
+  return event;
 }

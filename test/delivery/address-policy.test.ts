@@ -18,9 +18,7 @@ import {
   isInternalAddress,
 } from '../../src/delivery/address-policy.js';
 import { Dispatcher } from '../../src/delivery/dispatcher.js';
-import { signWebhook } from '../../src/delivery/signature.js';
-import type { OutboxEvent } from '../../src/domain/events.js';
-import { quietLogger, sleep, startReceiver, tempDir, waitFor } from '../helpers.js';
+import { quietLogger, sleep, startReceiver, tempDir, waitFor, storeNewEvent } from '../helpers.js';
 
 const LIMIT = { timeout: 30_000 };
 const QUIET_MS = 150;
@@ -261,24 +259,15 @@ describe('dispatcher with allowPrivate false', () => {
       await store.close();
     });
     const body = '{"check":{"name":"uptime"},"monitor":{"id":1,"url":"http://x/","alias":"x"}}';
-    const event: OutboxEvent = {
-      id: seq.event++,
+    const event = await storeNewEvent(store, seq, {
       userId: 1,
       monitorId: 1,
       checkId: 1,
       type: 'uptime.down',
       body,
-      signature: signWebhook(body, 'token'),
-      createdAt: clock.now(),
-      status: 'pending',
-      parentAttemptId: null,
-      attempts: [],
-      nextAttemptAt: clock.now(),
-    };
-    await store.write([
-      { kind: 'event', id: event.id, value: event },
-      { kind: 'seq', value: seq },
-    ]);
+      token: 'token',
+      at: clock.now(),
+    });
     dispatcher.start();
     dispatcher.enqueue(event);
     const stored = await waitFor(async () => {

@@ -11,7 +11,7 @@ import { ManualClock } from '../../src/common/clock.js';
 import { LevelStore } from '../../src/coordinator/store/level-store.js';
 import type { Sequences } from '../../src/coordinator/store/store.js';
 import { Dispatcher } from '../../src/delivery/dispatcher.js';
-import { signWebhook, verifyWebhook } from '../../src/delivery/signature.js';
+import { verifyWebhook } from '../../src/delivery/signature.js';
 import { webhookBody, type OutboxEvent } from '../../src/domain/events.js';
 import {
   quietLogger,
@@ -21,6 +21,7 @@ import {
   waitFor,
   type ReceivedRequest,
   type Receiver,
+  storeNewEvent,
 } from '../helpers.js';
 
 const LIMIT = { timeout: 60_000 };
@@ -116,24 +117,15 @@ async function world(
               monitor,
             ),
       );
-      const e: OutboxEvent = {
-        id: seq.event++,
+      const e = await storeNewEvent(store, seq, {
         userId: 1,
         monitorId,
         checkId: monitorId,
         type: down ? 'uptime.down' : 'uptime.recovered',
         body,
-        signature: signWebhook(body, TOKEN),
-        createdAt: clock.now(),
-        status: 'pending',
-        parentAttemptId: null,
-        attempts: [],
-        nextAttemptAt: clock.now(),
-      };
-      await store.write([
-        { kind: 'event', id: e.id, value: e },
-        { kind: 'seq', value: seq },
-      ]);
+        token: TOKEN,
+        at: clock.now(),
+      });
       dispatcher.enqueue(e);
       return e;
     },

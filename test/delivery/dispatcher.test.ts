@@ -12,7 +12,7 @@ import { ManualClock } from '../../src/common/clock.js';
 import { LevelStore } from '../../src/coordinator/store/level-store.js';
 import type { Sequences } from '../../src/coordinator/store/store.js';
 import { DEFAULT_BACKOFF, Dispatcher, WEBHOOK_USER_AGENT } from '../../src/delivery/dispatcher.js';
-import { signWebhook, verifyWebhook } from '../../src/delivery/signature.js';
+import { verifyWebhook } from '../../src/delivery/signature.js';
 import { webhookBody, type OutboxEvent } from '../../src/domain/events.js';
 import {
   quietLogger,
@@ -23,6 +23,7 @@ import {
   waitFor,
   type ReceivedRequest,
   type Receiver,
+  storeNewEvent,
 } from '../helpers.js';
 
 /** Every test here does real I/O; none may hang the run. */
@@ -96,24 +97,15 @@ async function harness(
           { id: monitorId, userId, url: `https://${alias}.example.com/`, alias, createdAt: 0 },
         ),
       );
-      const event: OutboxEvent = {
-        id: seq.event++,
+      const event = await storeNewEvent(store, seq, {
         userId,
         monitorId,
         checkId: monitorId * 10,
         type: 'uptime.down',
         body,
-        signature: signWebhook(body, TOKEN),
-        createdAt: clock.now(),
-        status: 'pending',
-        parentAttemptId: null,
-        attempts: [],
-        nextAttemptAt: clock.now(),
-      };
-      await store.write([
-        { kind: 'event', id: event.id, value: event },
-        { kind: 'seq', value: seq },
-      ]);
+        token: TOKEN,
+        at: clock.now(),
+      });
       return event;
     },
     async stored(id) {
@@ -420,24 +412,15 @@ describe('Dispatcher', () => {
       };
       const a = await open();
       const body = '{"check":{"name":"uptime"},"monitor":{"id":1,"url":"http://x/","alias":"x"}}';
-      const ev: OutboxEvent = {
-        id: a.snap.seq.event++,
+      const ev = await storeNewEvent(a.store, a.snap.seq, {
         userId: 1,
         monitorId: 1,
         checkId: 1,
         type: 'uptime.down',
         body,
-        signature: signWebhook(body, TOKEN),
-        createdAt: clock.now(),
-        status: 'pending',
-        parentAttemptId: null,
-        attempts: [],
-        nextAttemptAt: clock.now(),
-      };
-      await a.store.write([
-        { kind: 'event', id: ev.id, value: ev },
-        { kind: 'seq', value: a.snap.seq },
-      ]);
+        token: TOKEN,
+        at: clock.now(),
+      });
       a.dispatcher.start();
       a.dispatcher.enqueue(ev);
       await waitFor(async () => {

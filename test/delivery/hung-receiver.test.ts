@@ -12,9 +12,16 @@ import { ManualClock } from '../../src/common/clock.js';
 import { LevelStore } from '../../src/coordinator/store/level-store.js';
 import type { Sequences } from '../../src/coordinator/store/store.js';
 import { Dispatcher } from '../../src/delivery/dispatcher.js';
-import { signWebhook } from '../../src/delivery/signature.js';
 import type { OutboxEvent } from '../../src/domain/events.js';
-import { quietLogger, sleep, startReceiver, tempDir, waitFor, type Receiver } from '../helpers.js';
+import {
+  quietLogger,
+  sleep,
+  startReceiver,
+  tempDir,
+  waitFor,
+  type Receiver,
+  storeNewEvent,
+} from '../helpers.js';
 
 const LIMIT = { timeout: 60_000 };
 /** Real time within which each of B's webhooks must arrive, ms. */
@@ -126,24 +133,15 @@ async function world(t: TestContext, maxConcurrency?: number): Promise<World> {
         check: { name: 'uptime', status: 'nok', last_check_at: '2026-01-01 08:00:00' },
         monitor: { id: monitorId, url: `https://m${monitorId}.example.com/`, alias: `u${userId}` },
       });
-      const e: OutboxEvent = {
-        id: seq.event++,
+      const e = await storeNewEvent(store, seq, {
         userId,
         monitorId,
         checkId: monitorId,
         type: 'uptime.down',
         body,
-        signature: signWebhook(body, `token-${userId}`),
-        createdAt: clock.now(),
-        status: 'pending',
-        parentAttemptId: null,
-        attempts: [],
-        nextAttemptAt: clock.now(),
-      };
-      await store.write([
-        { kind: 'event', id: e.id, value: e },
-        { kind: 'seq', value: seq },
-      ]);
+        token: `token-${userId}`,
+        at: clock.now(),
+      });
       const handedAt = Date.now();
       dispatcher.enqueue(e);
       return { ...e, handedAt };

@@ -13,9 +13,7 @@ import { ManualClock } from '../../src/common/clock.js';
 import { LevelStore } from '../../src/coordinator/store/level-store.js';
 import type { Store, StoreOp } from '../../src/coordinator/store/store.js';
 import { Dispatcher } from '../../src/delivery/dispatcher.js';
-import { signWebhook } from '../../src/delivery/signature.js';
-import type { OutboxEvent } from '../../src/domain/events.js';
-import { quietLogger, sleep, tempDir, waitFor } from '../helpers.js';
+import { quietLogger, sleep, tempDir, waitFor, storeNewEvent } from '../helpers.js';
 
 const LIMIT = { timeout: 30_000 };
 const QUIET_MS = 200;
@@ -122,24 +120,15 @@ async function setup(t: TestContext) {
   });
   const body =
     '{"check":{"name":"uptime","status":"nok"},"monitor":{"id":5,"url":"http://x/","alias":"x"}}';
-  const event: OutboxEvent = {
-    id: seq.event++,
+  const event = await storeNewEvent(level, seq, {
     userId: 1,
     monitorId: 5,
     checkId: 5,
     type: 'uptime.down',
     body,
-    signature: signWebhook(body, 'token'),
-    createdAt: clock.now(),
-    status: 'pending',
-    parentAttemptId: null,
-    attempts: [],
-    nextAttemptAt: clock.now(),
-  };
-  await level.write([
-    { kind: 'event', id: event.id, value: event },
-    { kind: 'seq', value: seq },
-  ]);
+    token: 'token',
+    at: clock.now(),
+  });
   dispatcher.start();
   return { clock, level, g, receiver, dispatcher, event };
 }

@@ -154,6 +154,33 @@ export class Receiver {
   }
 }
 
+/** Status and parsed JSON body (null when empty) of an API call. */
+export interface ApiReply {
+  status: number;
+  json: unknown;
+}
+
+/** A JSON request to the API on 127.0.0.1:`port`, the token as `Authorization: Bearer`. */
+export async function apiRequest(
+  port: number,
+  method: string,
+  path: string,
+  token: string,
+  body?: unknown,
+): Promise<ApiReply> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      accept: 'application/json',
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? (JSON.parse(text) as unknown) : null };
+}
+
 /** `vigil` as a user runs it, in a child process. */
 export class VigilProcess {
   proc: ChildProcess | null = null;
@@ -229,22 +256,7 @@ export class VigilProcess {
   }
 
   /** A JSON request to /webapi with the token as a Bearer header. */
-  async api(
-    method: string,
-    path: string,
-    token: string,
-    body?: unknown,
-  ): Promise<{ status: number; json: unknown }> {
-    const res = await fetch(`http://127.0.0.1:${this.http}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        accept: 'application/json',
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    return { status: res.status, json: text ? (JSON.parse(text) as unknown) : null };
+  api(method: string, path: string, token: string, body?: unknown): Promise<ApiReply> {
+    return apiRequest(this.http, method, path, token, body);
   }
 }

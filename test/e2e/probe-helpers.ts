@@ -14,7 +14,7 @@ import { readFile, rm, mkdir, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { MAIN, VigilProcess, sleep, waitFor } from './harness.js';
+import { MAIN, VigilProcess, apiRequest, sleep, waitFor, type ApiReply } from './harness.js';
 
 const run = promisify(execFile);
 
@@ -192,23 +192,8 @@ export class CoordinatorProcess {
   }
 
   /** A JSON request to /webapi with the token as a Bearer header. */
-  async api(
-    method: string,
-    path: string,
-    token: string,
-    body?: unknown,
-  ): Promise<{ status: number; json: unknown }> {
-    const res = await fetch(`http://127.0.0.1:${this.http}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        accept: 'application/json',
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    return { status: res.status, json: text ? (JSON.parse(text) as unknown) : null };
+  api(method: string, path: string, token: string, body?: unknown): Promise<ApiReply> {
+    return apiRequest(this.http, method, path, token, body);
   }
 
   /**
