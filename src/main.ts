@@ -34,6 +34,9 @@ const httpHostOption = (): Option =>
   new Option('--http-host <host>', 'interface the HTTP API listens on')
     .env('VIGIL_HTTP_HOST')
     .default('127.0.0.1');
+/** `start` binds gRPC to loopback (its probes are local); `coordinator` to every interface. */
+const grpcHostOption = (byDefault: string): Option =>
+  new Option('--grpc-host <host>', 'interface for gRPC').env('VIGIL_GRPC_HOST').default(byDefault);
 const tokenOption = (): Option =>
   new Option(
     '--token <token>',
@@ -145,11 +148,7 @@ export function buildCli(): Command {
     .addOption(httpPortOption())
     .addOption(grpcPortOption())
     .addOption(httpHostOption())
-    .addOption(
-      new Option('--grpc-host <host>', 'interface for gRPC')
-        .env('VIGIL_GRPC_HOST')
-        .default('127.0.0.1'),
-    )
+    .addOption(grpcHostOption('127.0.0.1'))
     .addOption(
       new Option('--locations <names>', 'comma-separated local probe locations')
         .env('VIGIL_LOCATIONS')
@@ -167,11 +166,7 @@ export function buildCli(): Command {
     .addOption(httpPortOption())
     .addOption(grpcPortOption())
     .addOption(httpHostOption())
-    .addOption(
-      new Option('--grpc-host <host>', 'interface for gRPC')
-        .env('VIGIL_GRPC_HOST')
-        .default('0.0.0.0'),
-    )
+    .addOption(grpcHostOption('0.0.0.0'))
     .addOption(tokenOption())
     .addOption(rateLimitOption());
   for (const o of tlsOptions()) coordinatorCmd.addOption(o);
