@@ -13,14 +13,17 @@ export interface Endpoints {
   grpc: number;
 }
 
+/** Path of `DIR/endpoints.json`. */
 export const endpointsPath = (dir: string): string => join(dir, 'endpoints.json');
 const adminTokenPath = (dir: string): string => join(dir, 'admin.token');
 const probeTokenPath = (dir: string): string => join(dir, 'probe.token');
 
+/** Write the bound ports once listening (CONTRACT §1). */
 export async function writeEndpoints(dir: string, e: Endpoints): Promise<void> {
   await writeFile(endpointsPath(dir), `${JSON.stringify(e)}\n`);
 }
 
+/** The ports a running service wrote, or null when there is no (readable) file. */
 export async function readEndpoints(dir: string): Promise<Endpoints | null> {
   try {
     return JSON.parse(await readFile(endpointsPath(dir), 'utf8')) as Endpoints;
@@ -36,6 +39,7 @@ export async function writeAdminToken(dir: string): Promise<string> {
   return token;
 }
 
+/** The running service's admin token, or null when it is not running (or not yet). */
 export async function readAdminToken(dir: string): Promise<string | null> {
   try {
     return (await readFile(adminTokenPath(dir), 'utf8')).trim();

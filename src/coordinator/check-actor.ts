@@ -51,6 +51,7 @@ export interface ActorContext {
   logger: Logger;
 }
 
+/** One check's state owner; see the file comment. Construct, then `resume()` once started. */
 export class CheckActor {
   /** Settings; replaced (never mutated in place) on update. */
   check: Check;

@@ -75,6 +75,10 @@ export interface CoordinatorOptions {
 const tokenKey = (token: string): string => createHash('sha256').update(token).digest('hex');
 const newToken = (): string => randomBytes(32).toString('base64url');
 
+/**
+ * The coordinator of one data dir. `Coordinator.open()` loads it (store locked),
+ * `start()` begins checking and delivering, `close()` stops and releases the store.
+ */
 export class Coordinator implements VigilService, UserAdmin {
   readonly registry: ProbeRegistry;
   readonly scheduler: Scheduler;

@@ -47,6 +47,7 @@ export interface ProbeSession {
   close(reason: string): void;
 }
 
+/** The connected probe sessions, their runs in flight, and the choice of probe per run. */
 export class ProbeRegistry {
   private readonly sessions = new Map<string, ProbeSession>();
   private readonly outgoing = new Map<string, RunRequestMessage[]>();

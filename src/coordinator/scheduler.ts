@@ -66,6 +66,7 @@ interface HeapItem {
   version: number;
 }
 
+/** When each check runs and on which probe; see the file comment. All times via the Clock. */
 export class Scheduler {
   private readonly clock: Clock;
   private readonly registry: ProbeRegistry;

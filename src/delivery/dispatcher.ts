@@ -48,6 +48,10 @@ export interface DispatcherOptions {
 
 export const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 10_000, maxMs: 3_600_000, jitter: 0.1 };
 
+/**
+ * Delivers outbox events: `load()` the stored ones, `start()`, then `enqueue()` each new
+ * event after it is stored; `stop()` waits for attempts in flight to be recorded.
+ */
 export class Dispatcher {
   private readonly o: Required<Omit<DispatcherOptions, 'random'>> & { random: () => number };
   private readonly agent: Agent;

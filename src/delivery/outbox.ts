@@ -12,6 +12,7 @@ export interface OutboxPage {
   total: number;
 }
 
+/** In-memory mirror of the stored outbox, indexed by event id and by user. */
 export class Outbox {
   private readonly byId = new Map<number, OutboxEvent>();
   /** user id → event ids, ascending */

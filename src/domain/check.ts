@@ -10,6 +10,7 @@ export const CHECK_NAMES: readonly CheckName[] = ['uptime', 'certificate_health'
 
 /** Account plans (CONTRACT §2). */
 export type Plan = 'free' | 'pro' | 'business';
+/** Every plan name, cheapest first. */
 export const PLANS: readonly Plan[] = ['free', 'pro', 'business'];
 
 /** Every interval the spec allows, seconds (spec §2). */

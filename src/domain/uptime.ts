@@ -17,6 +17,7 @@ export interface RunStats {
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
+/** Counters of a check that never ran. */
 export function emptyRunStats(): RunStats {
   return { hours: [], days: [] };
 }

@@ -37,6 +37,7 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
+/** The Store on LevelDB; `LevelStore.open(dir)` to get one. */
 export class LevelStore implements Store {
   private readonly db: Level<string, unknown>;
   private queue: Pending[] = [];

@@ -12,6 +12,7 @@ import type { RouteOptions } from './input.js';
 
 const common = { tags: ['operations'], security: [] };
 
+/** Route plugin for the operations endpoints; see the file comment. */
 export const opsRoutes: FastifyPluginAsync<RouteOptions> = async (app, { service }) => {
   app.get(
     '/healthz',
