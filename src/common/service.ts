@@ -118,11 +118,19 @@ export interface CheckPatch {
   expiry_threshold_days?: unknown;
 }
 
-/** `POST /webapi/monitors` body as received. */
+/** `POST /webapi/monitors` body, or one item of a bulk create, as received. */
 export interface MonitorInput {
   url?: unknown;
   alias?: unknown;
+  /**
+   * Bulk create only (`POST /webapi/monitors/bulk`): the uptime check's interval, seconds, on
+   * the user's plan. Ignored by the single create, where unknown fields are ignored.
+   */
+  interval?: unknown;
 }
+
+/** Most monitors one `POST /webapi/monitors/bulk` may create. */
+export const BULK_MONITORS_MAX = 1000;
 
 /**
  * The account-holder surface behind /webapi. Every id-taking call throws VigilError
@@ -136,6 +144,13 @@ export interface VigilService {
   getMonitor(userId: number, monitorId: number): MonitorView;
   /** Creates the monitor and its checks (CONTRACT §3 defaults); they run at once. */
   createMonitor(userId: number, input: MonitorInput): Promise<MonitorView>;
+  /**
+   * Creates 1–{@link BULK_MONITORS_MAX} monitors at once, all or nothing, in one store write
+   * (docs/architecture.md "API edge"); each item may set its uptime interval. Errors are keyed by
+   * item: `monitors.3.url`. The new checks run at once, as with createMonitor.
+   * @throws VigilError VIGIL_ERR_VALIDATION for any bad item (nothing is created)
+   */
+  createMonitors(userId: number, inputs: MonitorInput[]): Promise<MonitorView[]>;
   /** Deletes the monitor; its checks stop and send nothing more. */
   deleteMonitor(userId: number, monitorId: number): Promise<void>;
   getCheck(userId: number, checkId: number): CheckView;

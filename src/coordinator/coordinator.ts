@@ -23,6 +23,7 @@ import type {
   UserView,
   VigilService,
 } from '../common/service.js';
+import { BULK_MONITORS_MAX } from '../common/service.js';
 import {
   DEFAULT_PLAN_INTERVALS,
   nearestAllowedInterval,
@@ -37,6 +38,7 @@ import { uptimePercent } from '../domain/uptime.js';
 import { initialCheckState } from '../domain/transition.js';
 import {
   emailProblem,
+  intervalProblem,
   monitorUrlProblem,
   planProblem,
   validateCheckPatch,
@@ -268,66 +270,108 @@ export class Coordinator implements VigilService, UserAdmin {
   }
 
   async createMonitor(userId: number, input: MonitorInput): Promise<MonitorView> {
+    const [view] = await this.createMonitors(userId, [{ url: input.url, alias: input.alias }], '');
+    return view as MonitorView;
+  }
+
+  /**
+   * See VigilService.createMonitors. `prefix` names the items in field errors: `monitors.`
+   * gives `monitors.<i>.url`; the single create passes `''` and gets plain `url`.
+   */
+  async createMonitors(
+    userId: number,
+    inputs: MonitorInput[],
+    prefix = 'monitors.',
+  ): Promise<MonitorView[]> {
     const user = this.ownUser(userId);
-    const problem = monitorUrlProblem(input.url);
-    const fields: Record<string, string[]> = {};
-    if (problem) fields.url = [problem];
-    if (input.alias !== undefined && input.alias !== null) {
-      if (typeof input.alias !== 'string' || input.alias.length > 255) {
-        fields.alias = ['The alias must be a string of at most 255 characters.'];
-      }
-    }
-    if (Object.keys(fields).length > 0) throw validationError(fields);
-    const url = new URL(input.url as string).href;
-    const alias =
-      typeof input.alias === 'string' && input.alias.trim() !== ''
-        ? input.alias.trim()
-        : new URL(url).host;
     const allowed = this.planIntervals[user.plan];
-    const monitor: Monitor = {
-      id: this.seq.monitor++,
-      userId,
-      url,
-      alias,
-      createdAt: this.clock.now(),
-    };
-    const checks: Check[] = [
-      {
-        id: this.seq.check++,
-        monitorId: monitor.id,
-        userId,
-        name: 'uptime',
-        enabled: true,
-        intervalSeconds: nearestAllowedInterval(300, allowed),
-        notificationThresholdSeconds: 0,
-        expiryThresholdDays: null,
-      },
-    ];
-    if (url.startsWith('https://')) {
-      checks.push({
-        id: this.seq.check++,
-        monitorId: monitor.id,
-        userId,
-        name: 'certificate_health',
-        enabled: true,
-        intervalSeconds: nearestAllowedInterval(3600, allowed),
-        notificationThresholdSeconds: 0,
-        expiryThresholdDays: null,
+    if (prefix !== '' && (inputs.length < 1 || inputs.length > BULK_MONITORS_MAX)) {
+      throw validationError({
+        monitors: [`Give between 1 and ${BULK_MONITORS_MAX} monitors.`],
       });
     }
+    const fields: Record<string, string[]> = {};
+    inputs.forEach((input, i) => {
+      const at = prefix === '' ? '' : `${prefix}${i}.`;
+      if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+        fields[`${prefix}${i}`] = ['Each monitor must be a JSON object.'];
+        return;
+      }
+      const problem = monitorUrlProblem(input.url);
+      if (problem) fields[`${at}url`] = [problem];
+      if (input.alias !== undefined && input.alias !== null) {
+        if (typeof input.alias !== 'string' || input.alias.length > 255) {
+          fields[`${at}alias`] = ['The alias must be a string of at most 255 characters.'];
+        }
+      }
+      if (input.interval !== undefined) {
+        const bad = intervalProblem(input.interval, user.plan, allowed);
+        if (bad) fields[`${at}interval`] = [bad];
+      }
+    });
+    if (Object.keys(fields).length > 0) throw validationError(fields);
+
+    const ops: StoreOp[] = [];
+    const created: Array<{ monitor: Monitor; checks: Check[] }> = [];
     const state = initialCheckState();
-    const ops: StoreOp[] = [{ kind: 'monitor', id: monitor.id, value: monitor }];
-    for (const c of checks) {
-      ops.push({ kind: 'check', id: c.id, value: c }, { kind: 'state', id: c.id, value: state });
+    for (const input of inputs) {
+      const url = new URL(input.url as string).href;
+      const alias =
+        typeof input.alias === 'string' && input.alias.trim() !== ''
+          ? input.alias.trim()
+          : new URL(url).host;
+      const monitor: Monitor = {
+        id: this.seq.monitor++,
+        userId,
+        url,
+        alias,
+        createdAt: this.clock.now(),
+      };
+      const checks: Check[] = [
+        {
+          id: this.seq.check++,
+          monitorId: monitor.id,
+          userId,
+          name: 'uptime',
+          enabled: true,
+          intervalSeconds:
+            typeof input.interval === 'number'
+              ? input.interval
+              : nearestAllowedInterval(300, allowed),
+          notificationThresholdSeconds: 0,
+          expiryThresholdDays: null,
+        },
+      ];
+      if (url.startsWith('https://')) {
+        checks.push({
+          id: this.seq.check++,
+          monitorId: monitor.id,
+          userId,
+          name: 'certificate_health',
+          enabled: true,
+          intervalSeconds: nearestAllowedInterval(3600, allowed),
+          notificationThresholdSeconds: 0,
+          expiryThresholdDays: null,
+        });
+      }
+      ops.push({ kind: 'monitor', id: monitor.id, value: monitor });
+      for (const c of checks) {
+        ops.push({ kind: 'check', id: c.id, value: c }, { kind: 'state', id: c.id, value: state });
+      }
+      created.push({ monitor, checks });
     }
     ops.push({ kind: 'seq', value: this.seq });
     await this.store.write(ops);
-    this.indexMonitor(monitor);
-    for (const c of checks) {
-      const actor = this.addActor(c, state);
-      if (this.started) await actor.post({ type: 'enable' }); // runs at once
+    const runs: Promise<void>[] = [];
+    for (const { monitor, checks } of created) {
+      this.indexMonitor(monitor);
+      for (const c of checks) {
+        const actor = this.addActor(c, state);
+        if (this.started) runs.push(actor.post({ type: 'enable' })); // runs at once
+      }
     }
-    return this.monitorView(monitor);
+    await Promise.all(runs);
+    return created.map(({ monitor }) => this.monitorView(monitor));
   }
 
   async deleteMonitor(userId: number, monitorId: number): Promise<void> {

@@ -25,6 +25,27 @@ export interface CheckChange {
 }
 
 /**
+ * What is wrong with `value` as a check interval (seconds, spec §2) for a user on `plan`,
+ * or null when it is a whole number of seconds on the spec's list and on the plan.
+ */
+export function intervalProblem(
+  value: unknown,
+  plan: Plan,
+  planIntervals: readonly number[],
+): string | null {
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    return 'The interval must be a whole number of seconds.';
+  }
+  if (!INTERVALS_SECONDS.includes(value)) {
+    return `The interval must be one of ${list(INTERVALS_SECONDS)}.`;
+  }
+  if (!planIntervals.includes(value)) {
+    return `The interval ${value} is not available on the ${plan} plan.`;
+  }
+  return null;
+}
+
+/**
  * Validate a `PUT /webapi/checks/{id}` body against the check and the user's plan.
  * At least one known field must be present; unknown fields are ignored (CONTRACT §3).
  */
@@ -39,14 +60,9 @@ export function validateCheckPatch(
   const has = (k: string): boolean => Object.prototype.hasOwnProperty.call(patch, k);
 
   if (has('interval')) {
-    const v = patch.interval;
-    if (typeof v !== 'number' || !Number.isInteger(v)) {
-      errors.interval = ['The interval must be a whole number of seconds.'];
-    } else if (!INTERVALS_SECONDS.includes(v)) {
-      errors.interval = [`The interval must be one of ${list(INTERVALS_SECONDS)}.`];
-    } else if (!planIntervals.includes(v)) {
-      errors.interval = [`The interval ${v} is not available on the ${plan} plan.`];
-    } else change.intervalSeconds = v;
+    const problem = intervalProblem(patch.interval, plan, planIntervals);
+    if (problem) errors.interval = [problem];
+    else change.intervalSeconds = patch.interval as number;
   }
   if (has('notification_threshold')) {
     const v = patch.notification_threshold;

@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import type { InjectOptions } from 'fastify';
 import { BODY_LIMIT_BYTES } from '../../src/facade/app.js';
+import { BULK_BODY_LIMIT_BYTES } from '../../src/facade/routes/monitors.js';
 import { loadContract, type Contract, type OpenApiOperation } from './contract.js';
 import { openWorld, type World } from './world.js';
 
@@ -30,6 +31,7 @@ const EXPECTED_OPERATIONS = [
   'POST /webapi/checks/{id}/enable',
   'GET /webapi/monitors',
   'POST /webapi/monitors',
+  'POST /webapi/monitors/bulk',
   'GET /webapi/monitors/{id}',
   'DELETE /webapi/monitors/{id}',
   'GET /webapi/account',
@@ -294,6 +296,15 @@ describe('the routes do what the document says', () => {
     assert.equal(created.statusCode, 201);
     const newId = created.json<{ id: number }>().id;
     assert.equal(
+      await call({
+        method: 'POST',
+        url: '/webapi/monitors/bulk',
+        headers: json(t),
+        payload: '{"monitors": [{"url": "https://bulk-a.example.test/", "interval": 900}]}',
+      }),
+      201,
+    );
+    assert.equal(
       await call({ method: 'DELETE', url: `/webapi/monitors/${newId}`, headers: bearer(t) }),
       200,
     );
@@ -326,6 +337,11 @@ describe('the routes do what the document says', () => {
       ...idOperations(),
       ['GET', '/webapi/monitors', undefined] as const,
       ['POST', '/webapi/monitors', '{"url": "https://x.example.test/"}'] as const,
+      [
+        'POST',
+        '/webapi/monitors/bulk',
+        '{"monitors": [{"url": "https://x.example.test/"}]}',
+      ] as const,
       ['GET', '/webapi/account', undefined] as const,
       ['PUT', '/webapi/account', '{"webhook_url": null}'] as const,
       ['GET', '/webapi/webhooks', undefined] as const,
@@ -362,13 +378,16 @@ describe('the routes do what the document says', () => {
     const bodyRoutes: [string, string, string][] = [
       ['PUT', `/webapi/checks/${bobCheck}`, '{"interval": "300"}'],
       ['POST', '/webapi/monitors', '{"url": 42}'],
+      ['POST', '/webapi/monitors/bulk', '{"monitors": [{"url": "ftp://x.example.test/"}]}'],
       ['PUT', '/webapi/account', '{"webhook_url": 42}'],
     ];
     const big = JSON.stringify({ pad: 'x'.repeat(BODY_LIMIT_BYTES) });
+    const bigBulk = JSON.stringify({ pad: 'x'.repeat(BULK_BODY_LIMIT_BYTES) });
     for (const [method, url, invalid] of bodyRoutes) {
+      const tooBig = url.endsWith('/bulk') ? bigBulk : big;
       assert.equal(await call({ method, url, headers: json(t), payload: '[1]' }), 400, url);
       assert.equal(await call({ method, url, headers: json(t), payload: '{"a":' }), 400, url);
-      assert.equal(await call({ method, url, headers: json(t), payload: big }), 413, url);
+      assert.equal(await call({ method, url, headers: json(t), payload: tooBig }), 413, url);
       assert.equal(
         await call({
           method,
@@ -446,6 +465,7 @@ describe('the routes do what the document says', () => {
       ['POST', `/webapi/checks/${bobCheck}/enable`, undefined],
       ['GET', '/webapi/monitors', undefined],
       ['POST', '/webapi/monitors', '{"url": "https://x.example.test/"}'],
+      ['POST', '/webapi/monitors/bulk', '{"monitors": [{"url": "https://x.example.test/"}]}'],
       ['GET', `/webapi/monitors/${world.bobMonitor.id}`, undefined],
       ['DELETE', `/webapi/monitors/${world.bobMonitor.id}`, undefined],
       ['GET', '/webapi/account', undefined],

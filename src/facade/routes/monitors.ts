@@ -1,11 +1,12 @@
 /**
  * Monitor routes (spec §4 listing, CONTRACT §3 extensions): `GET /webapi/monitors`,
  * `POST /webapi/monitors` (201), `GET /webapi/monitors/{id}`, `DELETE /webapi/monitors/{id}`
- * (200 `[]`). Registered inside the `vigil-auth` context.
+ * (200 `[]`), and `POST /webapi/monitors/bulk` (201, up to 1000 monitors at once, all or nothing;
+ * docs/architecture.md "API edge"). Registered inside the `vigil-auth` context.
  */
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import type { MonitorView } from '../../common/service.js';
+import { BULK_MONITORS_MAX, type MonitorView } from '../../common/service.js';
 import { currentUser } from '../plugins/auth.js';
 import {
   AUTH_ERRORS,
@@ -48,6 +49,47 @@ export const MonitorInputBody = Type.Object(
     examples: [{ url: 'https://example.com/', alias: 'Example' }],
   },
 );
+
+/** Body of `POST /webapi/monitors/bulk`: the monitors to create, all or nothing. */
+export const MonitorBulkBody = Type.Object(
+  {
+    monitors: Type.Array(
+      Type.Object({
+        url: Type.String({ description: 'As in `POST /webapi/monitors`.' }),
+        // Its length is checked by the service, so that the 422 names the item.
+        alias: Type.Optional(
+          Nullable(Type.String(), { description: 'As in `POST /webapi/monitors`.' }),
+        ),
+        interval: Type.Optional(
+          Type.Integer({
+            description:
+              'The uptime check’s interval, seconds (a JSON number), on the account’s plan; ' +
+              'absent = the default of a single create (300, or the next the plan allows).',
+          }),
+        ),
+      }),
+      { minItems: 1, maxItems: BULK_MONITORS_MAX },
+    ),
+  },
+  {
+    description:
+      `1 to ${BULK_MONITORS_MAX} monitors, created in one atomic write: any invalid item is a ` +
+      '422 naming it (`monitors.3.url`) and nothing is created. Their checks run at once, as ' +
+      'with a single create; to spread the load of a large import, send it in chunks over ' +
+      'one interval.',
+    examples: [{ monitors: [{ url: 'https://example.com/', alias: 'Example', interval: 60 }] }],
+  },
+);
+
+/** Largest bulk body, bytes: 1000 URLs of up to 2048 characters, with room to spare. */
+export const BULK_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
+
+/** The wording of a bulk body whose `monitors` has the wrong shape. */
+const BULK_MESSAGES = {
+  monitors:
+    `The monitors must be an array of 1 to ${BULK_MONITORS_MAX} objects ` +
+    '{"url", "alias"?, "interval"?}.',
+};
 
 /** The service's wording for the alias (coordinator `createMonitor`). */
 const MONITOR_MESSAGES = {
@@ -127,6 +169,38 @@ export const monitorRoutes: FastifyPluginAsync<RouteOptions> = async (app, opts)
       const monitor = await service.createMonitor(currentUser(request).id, input);
       reply.code(201);
       return monitor;
+    },
+  );
+
+  app.post<{ Body: Static<typeof MonitorBulkBody> }>(
+    '/webapi/monitors/bulk',
+    {
+      bodyLimit: BULK_BODY_LIMIT_BYTES,
+      config: { fieldMessages: BULK_MESSAGES },
+      schema: {
+        operationId: 'createMonitors',
+        tags: ['monitors'],
+        summary: 'Create many monitors at once',
+        body: MonitorBulkBody,
+        response: responses(
+          {
+            201: Type.Object(
+              { monitors: Type.Array(Type.Ref(Monitor)) },
+              { description: 'The new monitors and their checks, in request order.' },
+            ),
+          },
+          [...AUTH_ERRORS, ...BODY_ERRORS],
+        ),
+      },
+    },
+    async (request, reply): Promise<{ monitors: MonitorView[] }> => {
+      const body = objectBody(request.body);
+      const monitors = await service.createMonitors(
+        currentUser(request).id,
+        body.monitors as Static<typeof MonitorBulkBody>['monitors'],
+      );
+      reply.code(201);
+      return { monitors };
     },
   );
 
