@@ -1,6 +1,7 @@
 /**
  * Micro-benchmarks of Vigil's hot paths (issue 7 item 4): the state machine, the scheduler
- * handing out due runs, store batch writes, and a probe's piscina round trip against a local
+ * handing out due runs, check actors handling results, store batch writes, the gRPC run/result
+ * round trip between coordinator and probe, and a probe's piscina round trip against a local
  * target. Each returns plain figures; run.ts records them with the machine they came from.
  * Loops are bounded in count and time, and only talk to 127.0.0.1.
  */
@@ -10,7 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
-import type { Clock, TimerHandle } from '../src/common/clock.js';
+import { systemClock, type Clock, type TimerHandle } from '../src/common/clock.js';
+import { PROTOCOL_VERSION } from '../src/common/proto.js';
+import { CheckActor, type ActorContext } from '../src/coordinator/check-actor.js';
+import { startProbeServer } from '../src/coordinator/grpc-server.js';
 import {
   ProbeRegistry,
   type ProbeSession,
@@ -19,8 +23,16 @@ import {
 } from '../src/coordinator/probe-registry.js';
 import { Scheduler } from '../src/coordinator/scheduler.js';
 import { LevelStore } from '../src/coordinator/store/level-store.js';
+import { INITIAL_SEQUENCES, type Store, type StoreOp } from '../src/coordinator/store/store.js';
+import type { Check, Monitor, User } from '../src/domain/check.js';
 import { initialCheckState, applyUptimeResult } from '../src/domain/transition.js';
 import type { RunOutcome } from '../src/domain/result.js';
+import {
+  createProbeControlClient,
+  openControlStream,
+  toRunResult,
+  type CoordinatorMessage__Output,
+} from '../src/probe/grpc-client.js';
 import { CheckPool } from '../src/probe/pool.js';
 
 /**
@@ -229,5 +241,222 @@ export async function benchPool(runs = 4_000, concurrency = 200): Promise<Figure
   } finally {
     await pool.close();
     target.kill();
+  }
+}
+
+/** `p`, or a rejection naming `what` after `ms` ms. */
+async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Check actors handling probe results: `messages` ok uptime results posted round-robin to
+ * `actors` real CheckActors (one round = one result per actor, from alternating locations, one
+ * minute apart) sharing a real LevelStore in a temp dir; each result persists the check's state
+ * and a history record (the store groups concurrent writes into batches). One warm-up round is
+ * not counted. CPU is this process's, LevelDB's threads included.
+ * @returns messages/s and CPU µs per message, plus the store writes they caused.
+ * @throws Error when a message fails (the actor's own error).
+ */
+export async function benchActor(messages = 50_000, actors = 1_000): Promise<Figures> {
+  const dir = await mkdtemp(join(tmpdir(), 'vigil-bench-actor-'));
+  const level = await LevelStore.open(dir);
+  let writes = 0;
+  // The real store, counting what the actors write through it.
+  const store: Store = {
+    load: () => level.load(),
+    write: (ops: StoreOp[]) => {
+      writes++;
+      return level.write(ops);
+    },
+    results: (checkId, limit) => level.results(checkId, limit),
+    clearResults: (checkId, before) => level.clearResults(checkId, before),
+    close: () => level.close(),
+  };
+  try {
+    const clock = new BenchClock();
+    const scheduler = new Scheduler({
+      clock,
+      registry: new ProbeRegistry(30_000),
+      logger: silent,
+      onOutcome: () => undefined,
+    });
+    const user: User = {
+      id: 1,
+      email: 'bench@example.com',
+      plan: 'business',
+      apiToken: 'b'.repeat(43),
+      apiEnabled: true,
+      webhookUrl: null,
+      createdAt: clock.now(),
+    };
+    const monitors = new Map<number, Monitor>();
+    const ctx: ActorContext = {
+      clock,
+      store,
+      scheduler,
+      seq: { ...INITIAL_SEQUENCES },
+      monitor: (id) => monitors.get(id),
+      user: (id) => (id === user.id ? user : undefined),
+      deliver: () => undefined,
+      logger: silent,
+    };
+    const list: CheckActor[] = [];
+    for (let id = 1; id <= actors; id++) {
+      monitors.set(id, {
+        id,
+        userId: user.id,
+        url: `http://127.0.0.1/site/${id}`,
+        alias: `site ${id}`,
+        createdAt: clock.now(),
+      });
+      const check: Check = {
+        id,
+        monitorId: id,
+        userId: user.id,
+        name: 'uptime',
+        enabled: true,
+        intervalSeconds: 60,
+        notificationThresholdSeconds: 0,
+        expiryThresholdDays: null,
+      };
+      list.push(new CheckActor(check, initialCheckState(), ctx));
+    }
+    let round = 0;
+    const oneRound = async (count: number): Promise<void> => {
+      clock.advance(60_000);
+      const outcome: RunOutcome = {
+        ok: true,
+        httpStatusCode: 200,
+        error: '',
+        responseTimeMs: 12,
+        at: clock.now(),
+        location: round++ % 2 ? 'a' : 'b',
+        purpose: 'scheduled',
+        detail: null,
+      };
+      await Promise.all(
+        list.slice(0, count).map((actor) => actor.post({ type: 'result', outcome })),
+      );
+    };
+    await oneRound(actors);
+    const writes0 = writes;
+    const cpu0 = process.cpuUsage();
+    const t0 = process.hrtime.bigint();
+    for (let left = messages; left > 0; left -= actors) await oneRound(Math.min(actors, left));
+    const s = Number(process.hrtime.bigint() - t0) / 1e9;
+    const cpu = process.cpuUsage(cpu0);
+    const cpuUs = cpu.user + cpu.system;
+    return {
+      messages,
+      actors,
+      store_writes: writes - writes0,
+      messages_per_s: Math.round(messages / s),
+      cpu_us_per_message: Math.round((cpuUs / messages) * 10) / 10,
+    };
+  } finally {
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The coordinator↔probe gRPC round trip on 127.0.0.1: the coordinator's probe server with a
+ * real Scheduler and ProbeRegistry hands out `runs` runs (one per check, all due at once, at
+ * most `capacity` in flight) to a probe-side stream client (src/probe/grpc-client.ts) that
+ * answers every RunBatch at once with a ResultBatch of ok results, without running any check.
+ * Both ends are in this process, so the CPU figure is both sides together (scheduler included;
+ * its own share is in benchScheduler).
+ * @returns round trips/s and CPU µs per run.
+ * @throws Error when the stream fails or the runs do not all come back within 60 s.
+ */
+export async function benchGrpcRoundTrip(runs = 50_000, capacity = 512): Promise<Figures> {
+  const token = 'bench-probe-token';
+  let outcomes = 0;
+  let allBack: () => void = () => undefined;
+  const finished = new Promise<void>((resolve) => (allBack = resolve));
+  const scheduler = new Scheduler({
+    clock: systemClock,
+    registry: new ProbeRegistry(30_000),
+    logger: silent,
+    onOutcome: () => {
+      if (++outcomes === runs) allBack();
+    },
+  });
+  const server = await startProbeServer({
+    scheduler,
+    token,
+    clock: systemClock,
+    logger: silent,
+    host: '127.0.0.1',
+    port: 0,
+  });
+  const client = createProbeControlClient(`127.0.0.1:${server.port}`);
+  const call = openControlStream(client, token);
+  try {
+    const now = systemClock.now();
+    for (let id = 1; id <= runs; id++) {
+      scheduler.add(
+        { id, name: 'uptime', url: `http://127.0.0.1:9/site/${id}`, intervalSeconds: 86_400 },
+        now,
+      );
+    }
+    // What a probe's uptime worker reports (shape of workers/uptime.ts), made up.
+    const detail = {
+      timings: { dnsMs: null, tcpMs: 0.2, tlsMs: null, firstByteMs: 1.1, totalMs: 1.4 },
+      redirects: 0,
+    };
+    const welcomed = new Promise<void>((resolve, reject) => {
+      call.on('data', (msg: CoordinatorMessage__Output) => {
+        if (msg.body === 'welcome') resolve();
+        else if (msg.body === 'runs' && msg.runs) {
+          const startedAtMs = Date.now();
+          const result = { ok: true, httpStatusCode: 200, error: '', responseTimeMs: 1.4 };
+          call.write({
+            results: {
+              results: msg.runs.runs.map((r) => toRunResult(r, { ...result, startedAtMs, detail })),
+            },
+          });
+        }
+      });
+      call.on('error', reject);
+    });
+    call.write({
+      hello: {
+        protocol_version: PROTOCOL_VERSION,
+        location: 'bench',
+        capacity,
+        node_name: 'bench',
+      },
+    });
+    await within(welcomed, 10_000, 'welcome from the probe server');
+    const cpu0 = process.cpuUsage();
+    const t0 = process.hrtime.bigint();
+    scheduler.start();
+    const failed = new Promise<never>((_, reject) => call.on('error', reject));
+    await within(Promise.race([finished, failed]), 60_000, `${runs} runs answered`);
+    const s = Number(process.hrtime.bigint() - t0) / 1e9;
+    const cpu = process.cpuUsage(cpu0);
+    const cpuUs = cpu.user + cpu.system;
+    return {
+      runs,
+      capacity,
+      round_trips_per_s: Math.round(runs / s),
+      cpu_us_per_run: Math.round((cpuUs / runs) * 10) / 10,
+    };
+  } finally {
+    scheduler.stop();
+    call.on('error', () => undefined); // the cancel below ends the stream with CANCELLED
+    call.cancel();
+    client.close();
+    await server.close();
   }
 }
