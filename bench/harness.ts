@@ -1226,12 +1226,12 @@ export interface RunContext {
 }
 
 /** The record a run writes as JSON (bench/results/<scenario>-<stamp>.json). */
-export interface RunRecord<F> {
+export interface RunRecord<F, O = unknown> {
   scenario: string;
   date: string;
   commit: string;
   machine: string;
-  options: unknown;
+  options: O;
   figures: F;
 }
 
@@ -1249,7 +1249,7 @@ export interface Scenario<O, F> {
   /** Header line of its table in bench/README.md; null = figures are not recorded. */
   header: string | null;
   /** The markdown row (same columns as `header`). */
-  row(r: RunRecord<F>): string;
+  row(r: RunRecord<F, O>): string;
 }
 
 /** A registry entry of bench/run.ts (a scenario with its types erased). */
@@ -1275,7 +1275,7 @@ export function runnable<O, F>(s: Scenario<O, F>): RegistryEntry {
       };
       const options = s.parse(args, ctx);
       const figures = await s.run(options, ctx);
-      const record: RunRecord<F> = {
+      const record: RunRecord<F, O> = {
         scenario: s.name,
         date,
         commit: await headCommit(),

@@ -16,7 +16,18 @@ import {
   type RunRecord,
   type Scenario,
 } from './harness.js';
-import { benchPool, benchScheduler, benchStore, benchTransition, type Figures } from './micro.js';
+import { apiScenario } from './api.js';
+import {
+  benchActor,
+  benchGrpcRoundTrip,
+  benchPool,
+  benchScheduler,
+  benchStore,
+  benchTransition,
+  type Figures,
+} from './micro.js';
+import { peer } from './peer.js';
+import { restart } from './restart.js';
 import { steady } from './steady.js';
 
 type MicroFigures = Record<string, Figures>;
@@ -27,6 +38,8 @@ async function micro(small: boolean): Promise<MicroFigures> {
     scheduler: await benchScheduler(small ? 5_000 : 100_000, 60),
     store: await benchStore(small ? 5_000 : 50_000),
     pool: await benchPool(small ? 300 : 4_000, small ? 50 : 200),
+    actor: await benchActor(small ? 5_000 : 50_000, small ? 200 : 1_000),
+    grpc: await benchGrpcRoundTrip(small ? 5_000 : 50_000),
   };
 }
 
@@ -42,13 +55,17 @@ const microScenario: Scenario<Record<string, never>, MicroFigures> = {
   usage: '(no arguments)',
   parse: noArgs('micro'),
   run: () => micro(false),
-  header: '| date | commit | machine | transition | scheduler | store | pool (runs/s, CPU/run) |',
+  header:
+    '| date | commit | machine | transition | scheduler | store | pool (runs/s, CPU/run) | ' +
+    'actor (messages/s, CPU/message) | gRPC round trip (runs/s, CPU/run) |',
   row(r: RunRecord<MicroFigures>) {
     const f = r.figures;
     return (
       `| ${r.date.slice(0, 10)} | ${r.commit} | ${r.machine} | ` +
       `${f.transition?.ns_per_transition} ns | ${f.scheduler?.cpu_us_per_run} µs | ` +
-      `${f.store?.writes_per_s}/s | ${f.pool?.runs_per_s}/s, ${f.pool?.probe_cpu_ms_per_run} ms |`
+      `${f.store?.writes_per_s}/s | ${f.pool?.runs_per_s}/s, ${f.pool?.probe_cpu_ms_per_run} ms | ` +
+      `${f.actor?.messages_per_s}/s, ${f.actor?.cpu_us_per_message} µs | ` +
+      `${f.grpc?.round_trips_per_s}/s, ${f.grpc?.cpu_us_per_run} µs |`
     );
   },
 };
@@ -67,6 +84,9 @@ const SCENARIOS: RegistryEntry[] = [
   runnable(microScenario),
   runnable(smokeScenario),
   runnable(steady),
+  runnable(apiScenario),
+  runnable(restart),
+  runnable(peer),
 ];
 
 async function main(): Promise<void> {
