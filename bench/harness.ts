@@ -633,7 +633,10 @@ export interface Load {
   setupS: number;
   /** Coordinator + probes, for CPU/RSS figures. */
   vigil(): Child[];
-  /** Start another coordinator on the same data dir and ports (after the old one is gone). */
+  /**
+   * Start another coordinator on the same data dir and ports (after the old one is gone);
+   * waits up to 300 s for it to listen.
+   */
   restartCoordinator(): Promise<RunningCoordinator>;
   stop(): Promise<void>;
 }
@@ -737,6 +740,8 @@ export async function startLoad(o: LoadOptions): Promise<Load> {
           httpPort: load.coordinator.http,
           grpcPort: load.coordinator.grpc,
           role: 'coordinator',
+          // Loading a large store takes a while; the caller measures how long, so wait long.
+          timeoutMs: 300_000,
         });
         started.push(coordinator.child);
         load.coordinator = coordinator;
