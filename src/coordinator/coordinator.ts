@@ -34,7 +34,7 @@ import {
 } from '../domain/check.js';
 import { EVENT_TITLES, type DeliveryStatus, type OutboxEvent } from '../domain/events.js';
 import { formatTimestamp } from '../domain/format.js';
-import { uptimePercent } from '../domain/uptime.js';
+import { RunCounters } from '../domain/uptime.js';
 import { initialCheckState } from '../domain/transition.js';
 import {
   emailProblem,
@@ -48,6 +48,7 @@ import { allowPrivateFromEnv, internalDestinationProblem } from '../delivery/add
 import { Dispatcher, type DispatcherOptions } from '../delivery/dispatcher.js';
 import { CheckActor, type ActorContext } from './check-actor.js';
 import { ProbeRegistry } from './probe-registry.js';
+import { RoutineWriter } from './routine-writer.js';
 import { Scheduler } from './scheduler.js';
 import { LevelStore } from './store/level-store.js';
 import type { Sequences, Store, StoreOp } from './store/store.js';
@@ -97,6 +98,8 @@ export class Coordinator implements VigilService, UserAdmin {
   private readonly checksByMonitor = new Map<number, number[]>();
   private readonly actors = new Map<number, CheckActor>();
   private readonly ctx: ActorContext;
+  /** Writes routine runs in bulk (issue 7); see routine-writer.ts for what a crash loses. */
+  private readonly writer: RoutineWriter;
   private readonly allowPrivateWebhooks: boolean;
   private readonly resultRetentionMs: number;
   private retentionTimer: TimerHandle | null = null;
@@ -122,10 +125,7 @@ export class Coordinator implements VigilService, UserAdmin {
       logger: this.log.child({ component: 'scheduler' }),
       runTimeoutMs: opts.runTimeoutMs ?? 30_000,
       onOutcome: (checkId, outcome) => {
-        void this.actors
-          .get(checkId)
-          ?.post({ type: 'result', outcome })
-          .catch(() => undefined);
+        this.actors.get(checkId)?.tell({ type: 'result', outcome });
       },
     });
     this.dispatcher = new Dispatcher({
@@ -137,6 +137,7 @@ export class Coordinator implements VigilService, UserAdmin {
       allowPrivate: this.allowPrivateWebhooks,
       ...opts.delivery,
     });
+    this.writer = new RoutineWriter(store, this.clock, this.log.child({ component: 'writer' }));
     this.ctx = {
       clock: this.clock,
       store,
@@ -145,6 +146,7 @@ export class Coordinator implements VigilService, UserAdmin {
       monitor: (id) => this.monitors.get(id),
       user: (id) => this.users.get(id),
       deliver: (event) => this.dispatcher.enqueue(event),
+      writeLater: (actor) => this.writer.add(actor),
       logger: this.log.child({ component: 'check-actor' }),
     };
   }
@@ -161,7 +163,12 @@ export class Coordinator implements VigilService, UserAdmin {
       for (const u of snap.users) c.indexUser(u);
       for (const m of snap.monitors) c.indexMonitor(m);
       for (const check of snap.checks) {
-        c.addActor(check, snap.states.get(check.id) ?? initialCheckState());
+        const counters = snap.counters.get(check.id);
+        c.addActor(
+          check,
+          snap.states.get(check.id) ?? initialCheckState(),
+          counters && RunCounters.restore(counters.stats, counters.head),
+        );
       }
       c.dispatcher.load(snap.events.filter((e) => c.monitors.has(e.monitorId)));
       return c;
@@ -213,12 +220,21 @@ export class Coordinator implements VigilService, UserAdmin {
     }, delayMs);
   }
 
+  /**
+   * Write every applied routine run now instead of within `ROUTINE_FLUSH_MS`
+   * (routine-writer.ts); resolves once they, and any bulk write in flight, are durable.
+   */
+  flush(): Promise<void> {
+    return this.writer.flush();
+  }
+
   /** Stop everything and close the store; in-flight deliveries are recorded first. */
   async close(): Promise<void> {
     if (this.started) bindGaugeSources(null);
     this.closed = true;
     if (this.retentionTimer) this.clock.clearTimer(this.retentionTimer);
     this.scheduler.stop();
+    await this.writer.close();
     await this.dispatcher.stop();
     await this.store.close();
   }
@@ -236,8 +252,8 @@ export class Coordinator implements VigilService, UserAdmin {
     this.usersByToken.set(tokenKey(u.apiToken), u);
   }
 
-  private addActor(check: Check, state = initialCheckState()): CheckActor {
-    const actor = new CheckActor(check, state, this.ctx);
+  private addActor(check: Check, state = initialCheckState(), counters?: RunCounters): CheckActor {
+    const actor = new CheckActor(check, state, this.ctx, counters);
     this.actors.set(check.id, actor);
     const list = this.checksByMonitor.get(check.monitorId) ?? [];
     list.push(check.id);
@@ -380,7 +396,11 @@ export class Coordinator implements VigilService, UserAdmin {
     for (const id of checkIds) await this.actors.get(id)?.post({ type: 'delete' });
     const ops: StoreOp[] = [{ kind: 'monitor', id: monitor.id, value: null }];
     for (const id of checkIds) {
-      ops.push({ kind: 'check', id, value: null }, { kind: 'state', id, value: null });
+      ops.push(
+        { kind: 'check', id, value: null },
+        { kind: 'state', id, value: null },
+        { kind: 'stats', id, value: null },
+      );
     }
     await this.store.write(ops);
     for (const id of checkIds) {
@@ -398,7 +418,7 @@ export class Coordinator implements VigilService, UserAdmin {
   }
 
   async listResults(userId: number, checkId: number, limit: unknown): Promise<CheckResultView[]> {
-    this.ownActor(userId, checkId);
+    const actor = this.ownActor(userId, checkId);
     let n = 100;
     if (limit !== undefined) {
       n =
@@ -411,7 +431,16 @@ export class Coordinator implements VigilService, UserAdmin {
         throw validationError({ limit: ['The limit must be a whole number from 1 to 1000.'] });
       }
     }
-    const results = await this.store.results(checkId, n);
+    // Runs applied but not yet written (routine-writer.ts) are history too. Taken before the
+    // read, so a run written meanwhile is in one or both lists, never in neither.
+    const unsaved = actor.unsavedResults();
+    const stored = await this.store.results(checkId, n);
+    let results = stored;
+    if (unsaved.length > 0) {
+      const seen = new Set(stored.map((r) => `${r.at} ${r.location}`));
+      const more = unsaved.filter((r) => !seen.has(`${r.at} ${r.location}`));
+      results = [...stored, ...more].sort((a, b) => b.at - a.at).slice(0, n);
+    }
     return results.map((r) => ({
       checked_at: formatTimestamp(r.at),
       location: r.location,
@@ -629,7 +658,8 @@ export class Coordinator implements VigilService, UserAdmin {
   }
 
   private checkView(actor: CheckActor): CheckView {
-    const { check, state } = actor;
+    const { check, state, counters } = actor;
+    const now = this.clock.now();
     const view: CheckView = {
       id: check.id,
       monitor_id: check.monitorId,
@@ -642,9 +672,9 @@ export class Coordinator implements VigilService, UserAdmin {
       last_location: state.lastLocation,
       last_error: state.lastError,
       uptime: {
-        '24h': uptimePercent(state.stats, this.clock.now(), '24h'),
-        '7d': uptimePercent(state.stats, this.clock.now(), '7d'),
-        '30d': uptimePercent(state.stats, this.clock.now(), '30d'),
+        '24h': counters.percent(now, '24h'),
+        '7d': counters.percent(now, '7d'),
+        '30d': counters.percent(now, '30d'),
       },
     };
     if (check.name === 'certificate_health') view.expiry_threshold_days = check.expiryThresholdDays;

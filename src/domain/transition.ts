@@ -10,7 +10,6 @@ import {
   type CertificateInfo,
 } from './certificate.js';
 import type { RunOutcome } from './result.js';
-import type { RunStats } from './uptime.js';
 
 /** Status of a check as users see it: `null` until the first run (CONTRACT §3). */
 export type CheckStatus = 'ok' | 'nok' | null;
@@ -49,8 +48,6 @@ export interface CheckState {
    * keys, newest last (a few kept). A renewed certificate or a new threshold is a new key.
    */
   expiryNotices?: string[];
-  /** Run counters for the uptime percentages (domain/uptime.ts); absent before a run. */
-  stats?: RunStats;
 }
 
 /** A fresh check that never ran. */
@@ -104,6 +101,24 @@ export type Effect =
 export interface Step {
   state: CheckState;
   effects: Effect[];
+}
+
+/**
+ * Whether `step` (applied to `before`) is a routine run: it changed nothing but the last-run
+ * fields (`lastCheckAt`, `lastLocation`, `lastHttpStatusCode`, `lastError`,
+ * `lastResponseTimeMs`) — same status, the same outage (none, or the very same object), the same
+ * "Expires soon" keys, and no effect. Everything else is a transition, which the check actor
+ * writes to the store before it carries out the effects; a routine run may be written later, in
+ * bulk (issue 7).
+ */
+export function isRoutineStep(before: CheckState, step: Step): boolean {
+  const after = step.state;
+  return (
+    step.effects.length === 0 &&
+    after.status === before.status &&
+    after.outage === before.outage &&
+    after.expiryNotices === before.expiryNotices
+  );
 }
 
 /** Settings the machine reads. */

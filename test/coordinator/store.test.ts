@@ -3,6 +3,7 @@
  * implementation. Each test gets a fresh temp dir and a real store in it.
  */
 import assert from 'node:assert/strict';
+import { Level } from 'level';
 import { describe, test, type TestContext } from 'node:test';
 import { VigilError } from '../../src/common/errors.js';
 import { LevelStore } from '../../src/coordinator/store/level-store.js';
@@ -14,13 +15,17 @@ import {
 } from '../../src/coordinator/store/store.js';
 import type { Check, Monitor, User } from '../../src/domain/check.js';
 import type { OutboxEvent } from '../../src/domain/events.js';
+import type { StoredResult } from '../../src/domain/result.js';
 import type { CheckState } from '../../src/domain/transition.js';
+import type { RunHead, RunStats } from '../../src/domain/uptime.js';
 import { tempDir } from '../helpers.js';
 
 /** Every test here does real I/O; none may hang the run. */
 const LIMIT = { timeout: 30_000 };
 
 const T = Date.UTC(2026, 0, 1);
+/** A record id as LevelStore keys it. */
+const key = (id: number): string => String(id).padStart(12, '0');
 
 const user = (id: number, email = `u${id}@example.com`): User => ({
   id,
@@ -136,6 +141,7 @@ export function storeContract(name: string, open: (dir: string) => Promise<Store
       assert.deepEqual(snap.monitors, []);
       assert.deepEqual(snap.checks, []);
       assert.equal(snap.states.size, 0);
+      assert.equal(snap.counters.size, 0);
       assert.deepEqual(snap.events, []);
       assert.deepEqual(snap.seq, INITIAL_SEQUENCES);
     });
@@ -174,6 +180,102 @@ export function storeContract(name: string, open: (dir: string) => Promise<Store
       };
       await expect(store);
       await expect(await reopen(t, dir, store));
+    });
+
+    test(
+      'uptime counters: the head rides with the state, the full set is its own record',
+      LIMIT,
+      async (t) => {
+        const { dir, store } = await fresh(t);
+        const h = Math.floor(T / 3_600_000);
+        const d = Math.floor(T / 86_400_000);
+        const stats: RunStats = {
+          hours: [
+            [h - 1, 59, 60],
+            [h, 1, 1],
+          ],
+          days: [[d, 60, 61]],
+        };
+        const head: RunHead = { hour: [h, 30, 31], day: [d, 89, 91] };
+        await store.write([
+          { kind: 'state', id: 1, value: state(T), head },
+          { kind: 'stats', id: 1, value: stats },
+          { kind: 'state', id: 2, value: state(T), head: null }, // never ran
+          { kind: 'state', id: 3, value: state(T), head },
+        ]);
+        // A later state write with a newer head leaves the full set as it was.
+        const newer: RunHead = { hour: [h, 31, 32], day: [d, 90, 92] };
+        await store.write([{ kind: 'state', id: 1, value: state(T + 1), head: newer }]);
+        const expect = async (s: Store): Promise<void> => {
+          const snap = await s.load();
+          assert.deepEqual(snap.states.get(1), state(T + 1), 'the state itself is unchanged');
+          assert.deepEqual(
+            snap.counters,
+            new Map([
+              [1, { stats, head: newer }],
+              [3, { stats: null, head }],
+            ]),
+          );
+        };
+        await expect(store);
+        const again = await reopen(t, dir, store);
+        await expect(again);
+        // Deleting the check's records deletes its counters.
+        await again.write([
+          { kind: 'state', id: 1, value: null },
+          { kind: 'stats', id: 1, value: null },
+        ]);
+        assert.deepEqual([...(await again.load()).counters.keys()], [3]);
+      },
+    );
+
+    test('results: newest first per check, every field kept, limit applied', LIMIT, async (t) => {
+      const { dir, store } = await fresh(t);
+      const r = (checkId: number, at: number, location: string, ok: boolean): StoredResult => ({
+        checkId,
+        at,
+        location,
+        ok,
+        httpStatusCode: ok ? 200 : 0,
+        responseTimeMs: at - T,
+        error: ok ? null : '0 - Connection refused',
+      });
+      const all = [
+        r(1, T + 10, 'a', true),
+        r(1, T + 20, 'b', false),
+        r(1, T + 20, 'a', true), // same ms, two locations: both kept
+        r(2, T + 30, 'a!b', true), // another check; a location with the separator in it
+        r(1, T + 5, 'b', true),
+      ];
+      await store.write(all.map((value): StoreOp => ({ kind: 'result', value })));
+      const expect = async (s: Store): Promise<void> => {
+        const one = await s.results(1, 10);
+        assert.deepEqual(
+          one.map((x) => [x.at, x.location]),
+          [
+            [T + 20, 'b'],
+            [T + 20, 'a'],
+            [T + 10, 'a'],
+            [T + 5, 'b'],
+          ],
+        );
+        assert.deepEqual(one[0], all[1]);
+        assert.deepEqual(one[2], all[0]);
+        assert.deepEqual(await s.results(2, 10), [all[3]]);
+        assert.equal((await s.results(1, 2)).length, 2);
+        assert.deepEqual(await s.results(3, 10), []);
+      };
+      await expect(store);
+      const again = await reopen(t, dir, store);
+      await expect(again);
+      await again.clearResults(1, T + 11);
+      assert.deepEqual(
+        (await again.results(1, 10)).map((x) => x.at),
+        [T + 20, T + 20],
+      );
+      await again.clearResults(1, Infinity);
+      assert.deepEqual(await again.results(1, 10), []);
+      assert.equal((await again.results(2, 10)).length, 1, 'other checks keep theirs');
     });
 
     test('records load in ascending numeric id order', LIMIT, async (t) => {
@@ -370,3 +472,34 @@ export function storeContract(name: string, open: (dir: string) => Promise<Store
 }
 
 storeContract('LevelStore', (dir) => LevelStore.open(dir));
+
+describe('LevelStore: data dirs of earlier versions', () => {
+  test('states with embedded counters and results as objects are read', LIMIT, async (t) => {
+    const dir = await tempDir(t);
+    // Records as the object forms were written before the compact ones (issue 7).
+    const raw = new Level<string, unknown>(`${dir}/store`, { valueEncoding: 'json' });
+    const stats: RunStats = { hours: [[493_000, 1, 2]], days: [[20_541, 1, 2]] };
+    const old = { ...state(T), stats };
+    const result: StoredResult = {
+      checkId: 7,
+      at: T,
+      location: 'local-a',
+      ok: false,
+      httpStatusCode: 503,
+      responseTimeMs: 12,
+      error: '503 - Service Unavailable',
+    };
+    await raw.sublevel<string, unknown>('state', { valueEncoding: 'json' }).put(key(7), old);
+    await raw
+      .sublevel<string, unknown>('result', { valueEncoding: 'json' })
+      .put(`${key(7)}!${String(T).padStart(15, '0')}!local-a`, result);
+    await raw.close();
+
+    const store = await LevelStore.open(dir);
+    t.after(() => store.close());
+    const snap = await store.load();
+    assert.deepEqual(snap.states.get(7), state(T), 'the counters are not part of the state');
+    assert.deepEqual(snap.counters.get(7), { stats, head: null });
+    assert.deepEqual(await store.results(7, 10), [result]);
+  });
+});

@@ -7,6 +7,7 @@ import type { Check, Monitor, User } from '../../domain/check.js';
 import type { OutboxEvent } from '../../domain/events.js';
 import type { StoredResult } from '../../domain/result.js';
 import type { CheckState } from '../../domain/transition.js';
+import type { RunHead, RunStats } from '../../domain/uptime.js';
 
 /** Next ids to hand out; persisted in the same batch as the record that used one. */
 export interface Sequences {
@@ -22,7 +23,13 @@ export type StoreOp =
   | { kind: 'user'; id: number; value: User | null }
   | { kind: 'monitor'; id: number; value: Monitor | null }
   | { kind: 'check'; id: number; value: Check | null }
-  | { kind: 'state'; id: number; value: CheckState | null }
+  /**
+   * A check's state; `head` (the newest uptime buckets, written with every state) is stored in
+   * the same record, so a run rewrites a few bytes and not the whole counters.
+   */
+  | { kind: 'state'; id: number; value: CheckState | null; head?: RunHead | null }
+  /** A check's full uptime counters; rewritten only when a new hour starts (domain/uptime.ts). */
+  | { kind: 'stats'; id: number; value: RunStats | null }
   | { kind: 'event'; id: number; value: OutboxEvent | null }
   | { kind: 'seq'; value: Sequences }
   /** A run of a check, for its history; results are only added, and cleared by age. */
@@ -35,6 +42,11 @@ export interface Snapshot {
   checks: Check[];
   /** check id → state */
   states: Map<number, CheckState>;
+  /**
+   * check id → uptime counters: the stored full set with the newer head of the state record
+   * laid over it (`RunCounters.restore` order). Checks that never ran are absent.
+   */
+  counters: Map<number, { stats: RunStats | null; head: RunHead | null }>;
   /** Outbox events, ascending id. */
   events: OutboxEvent[];
   seq: Sequences;
