@@ -2,9 +2,18 @@
  * The `uptime` check (CONTRACT §5): GET the URL over fresh connections, follow up to 5
  * redirects, 30 s in total; up when the final status is 200–399. Runs inside a piscina worker,
  * many runs at once per thread. Never throws: a site being down is a result.
+ *
+ * The hot path of a probe, so it is built for little CPU per run (bench/micro.ts `benchPool`):
+ * - every request (the first one and each redirect hop) gets its own undici `Client`, closed
+ *   as soon as it was dispatched, so its one socket serves that request only and is closed
+ *   after the response — no socket, DNS answer or TLS session is shared with another run;
+ * - the redirect interceptor and the socket connector are built once per thread, not per run;
+ * - the run is its own undici dispatch handler (no `request()` response stream, no
+ *   AbortSignal): one object and one timer per run.
  */
-import { STATUS_CODES } from 'node:http';
-import { Agent, interceptors, request } from 'undici';
+import type { Socket } from 'node:net';
+import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
+import { buildConnector, Client, interceptors, type Dispatcher } from 'undici';
 import type { CheckTask, CheckTaskResult } from './lib/task.js';
 import { describeFailure, timeoutError, tooManyRedirectsError } from './lib/describe-error.js';
 import { PhaseRecorder } from './lib/timing.js';
@@ -18,7 +27,19 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 /** Body bytes read before the body counts as done; the rest is not downloaded. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
+/**
+ * How much longer than the run's budget undici's own timeouts (connect, headers, body) are,
+ * ms: the run's timer decides, undici's only clean up after it.
+ */
+const UNDICI_GRACE_MS = 1000;
+
 const REDIRECT_STATUSES = new Set([300, 301, 302, 303, 307, 308]);
+
+/** Request headers of every run. */
+const REQUEST_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'user-agent': 'Vigil/1.0',
+  accept: '*/*',
+});
 
 /** `"<status> - <reason phrase>"` (CONTRACT §5), e.g. `"503 - Service Unavailable"`. */
 export function statusError(status: number): string {
@@ -26,98 +47,233 @@ export function statusError(status: number): string {
 }
 
 /** Run one uptime check. Resolves with the outcome in every case. */
-export default async function runUptime(task: CheckTask): Promise<CheckTaskResult> {
-  const startedAtMs = Date.now();
-  const phases = new PhaseRecorder();
-  const finish = (
-    fields: Pick<CheckTaskResult, 'ok' | 'httpStatusCode' | 'error'>,
-    redirects: number,
-  ): CheckTaskResult => {
-    // Microsecond precision is plenty and keeps the JSON short.
-    const responseTimeMs = Math.round(phases.elapsed() * 1000) / 1000;
-    return {
-      ...fields,
-      responseTimeMs,
-      startedAtMs,
-      detail: { timings: phases.result(responseTimeMs), redirects },
-    };
-  };
+export default function runUptime(task: CheckTask): Promise<CheckTaskResult> {
+  return new Promise((resolve) => new UptimeRun(task, resolve).start());
+}
 
-  let url: URL;
-  try {
-    url = new URL(task.url);
-  } catch {
-    return finish({ ok: false, httpStatusCode: 0, error: '0 - Invalid URL' }, 0);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    return finish(
-      { ok: false, httpStatusCode: 0, error: `0 - Unsupported URL scheme (${url.protocol})` },
-      0,
-    );
-  }
+/** undici's connector, as called by a Client: returns the socket it opened. */
+type SocketConnector = (
+  options: buildConnector.Options,
+  callback: buildConnector.Callback,
+) => Socket | undefined;
 
-  const timeoutMs = task.timeoutMs > 0 ? task.timeoutMs : DEFAULT_TIMEOUT_MS;
-  const signal = AbortSignal.timeout(timeoutMs);
-  // A new Agent per run: no socket, DNS answer or TLS session is shared with an earlier run
-  // (CONTRACT §5 "every run opens fresh connections"). localAddress must be an Agent (Client)
-  // option: undici's connector overwrites a localAddress given in `connect` options.
-  // undici's own timeouts sit past the run's deadline so that the AbortSignal decides.
-  const agent = new Agent({
-    ...(task.localAddress ? { localAddress: task.localAddress } : {}),
-    connect: phases.connector(timeoutMs + 1000),
-    headersTimeout: timeoutMs + 1000,
-    bodyTimeout: timeoutMs + 1000,
-    pipelining: 1,
+/**
+ * Connectors by connect timeout, ms (one per distinct run budget, in practice one). A
+ * connector holds no connection; `maxCachedSessions: 0` turns its TLS session cache off, so
+ * every connection pays a full handshake. TCP keep-alive probes are off: a socket lives one
+ * request, well under their 60 s delay.
+ */
+const connectors = new Map<number, SocketConnector>();
+
+function connectorFor(timeoutMs: number): SocketConnector {
+  const connectTimeoutMs = timeoutMs + UNDICI_GRACE_MS;
+  let connector = connectors.get(connectTimeoutMs);
+  if (connector === undefined) {
+    // undici's connector returns the socket it opened, though its type says void.
+    connector = buildConnector({
+      timeout: connectTimeoutMs,
+      maxCachedSessions: 0,
+      keepAlive: false,
+    }) as unknown as SocketConnector;
+    connectors.set(connectTimeoutMs, connector);
+  }
+  return connector;
+}
+
+/** Where a run rides along in its dispatch options, through every redirect hop. */
+const kRun = Symbol('vigil.uptimeRun');
+
+type RunDispatchOptions = Dispatcher.DispatchOptions & { [kRun]: UptimeRun };
+
+const noop = (): void => undefined;
+
+/**
+ * Dispatch one request (one hop) on a new Client of its own. The Client is closed at once:
+ * it finishes this request and then destroys its socket, so the connection is never reused.
+ * localAddress must be a Client option: undici's connector overrides one given per connect.
+ */
+function dispatchOnFreshClient(
+  opts: Dispatcher.DispatchOptions,
+  handler: Dispatcher.DispatchHandler,
+): boolean {
+  const run = (opts as RunDispatchOptions)[kRun];
+  const client = new Client(opts.origin as string, {
+    connect: run.connect,
+    ...(run.localAddress !== null ? { localAddress: run.localAddress } : {}),
   });
-  // Without throwOnMaxRedirect the interceptor stops following after MAX_REDIRECTS hops and
-  // hands over the next response; a redirect there means the chain was too long. (Its
-  // throwOnMaxRedirect mode would also reject a chain of exactly MAX_REDIRECTS.)
-  const dispatcher = agent.compose(interceptors.redirect({ maxRedirections: MAX_REDIRECTS }));
-
-  let status = 0;
-  let redirects = 0;
   try {
-    const res = await request(url, {
-      dispatcher,
-      method: 'GET',
-      signal,
-      headers: { 'user-agent': 'Vigil/1.0', accept: '*/*' },
-    });
-    phases.markHeaders();
-    status = res.statusCode;
-    redirects = countRedirects(res.context);
-    await drain(res.body, MAX_BODY_BYTES);
+    return client.dispatch(opts, handler);
+  } finally {
+    client.close(noop);
+  }
+}
 
-    if (REDIRECT_STATUSES.has(status) && res.headers.location !== undefined) {
-      return finish(
-        { ok: false, httpStatusCode: 0, error: tooManyRedirectsError(MAX_REDIRECTS) },
-        redirects,
-      );
+/**
+ * Follows redirects: without throwOnMaxRedirect the interceptor stops after MAX_REDIRECTS
+ * hops and hands over the next response; a redirect there means the chain was too long. (Its
+ * throwOnMaxRedirect mode would also reject a chain of exactly MAX_REDIRECTS.) Each hop is
+ * dispatched through dispatchOnFreshClient with the run's options, so each gets a new Client.
+ */
+const dispatchWithRedirects = interceptors.redirect({ maxRedirections: MAX_REDIRECTS })(
+  dispatchOnFreshClient as Dispatcher['dispatch'],
+);
+
+/** One run: its state and the undici dispatch handler of its requests. */
+class UptimeRun implements Dispatcher.DispatchHandler {
+  readonly localAddress: string | null;
+  /** The Client connector of this run's hops: undici's, watching the run's first socket. */
+  readonly connect: (options: buildConnector.Options, callback: buildConnector.Callback) => void;
+  private readonly task: CheckTask;
+  private readonly resolve: (result: CheckTaskResult) => void;
+  private readonly startedAtMs = Date.now();
+  private readonly phases = new PhaseRecorder();
+  private readonly timeoutMs: number;
+  private timer: NodeJS.Timeout | null = null;
+  private done = false;
+  /** The current hop's controller, once its request is being sent. */
+  private controller: Dispatcher.DispatchController | null = null;
+  /** The socket most recently opened for this run (the current hop's). */
+  private socket: Socket | null = null;
+  /** URLs requested so far, kept by the redirect interceptor (one per response). */
+  private history: readonly unknown[] | null = null;
+  private status = 0;
+  private location: string | string[] | undefined;
+  private bodyBytes = 0;
+
+  constructor(task: CheckTask, resolve: (result: CheckTaskResult) => void) {
+    this.task = task;
+    this.resolve = resolve;
+    this.localAddress = task.localAddress;
+    this.timeoutMs = task.timeoutMs > 0 ? task.timeoutMs : DEFAULT_TIMEOUT_MS;
+    const connector = connectorFor(this.timeoutMs);
+    this.connect = (options, callback) => {
+      const socket = connector(options, callback);
+      if (socket) {
+        this.socket = socket;
+        this.phases.watch(socket);
+      }
+    };
+  }
+
+  start(): void {
+    let url: URL;
+    try {
+      url = new URL(this.task.url);
+    } catch {
+      this.finish(false, 0, '0 - Invalid URL');
+      return;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      this.finish(false, 0, `0 - Unsupported URL scheme (${url.protocol})`);
+      return;
+    }
+    this.timer = setTimeout(() => this.onDeadline(), this.timeoutMs);
+    const opts: RunDispatchOptions = {
+      origin: url.origin,
+      path: url.search ? `${url.pathname}${url.search}` : url.pathname,
+      method: 'GET',
+      headers: REQUEST_HEADERS,
+      headersTimeout: this.timeoutMs + UNDICI_GRACE_MS,
+      bodyTimeout: this.timeoutMs + UNDICI_GRACE_MS,
+      [kRun]: this,
+    };
+    try {
+      dispatchWithRedirects(opts, this);
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
+    if (this.done) {
+      // The run is over (deadline) and this hop only now got its connection.
+      controller.abort(new Error('run is over'));
+      return;
+    }
+    this.controller = controller;
+    const history = (context as { history?: unknown } | null | undefined)?.history;
+    if (Array.isArray(history)) this.history = history;
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    // 1xx interim answers are not the response.
+    if (this.done || statusCode < 200) return;
+    this.phases.markHeaders();
+    this.status = statusCode;
+    this.location = headers.location;
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.done) return;
+    this.bodyBytes += chunk.length;
+    if (this.bodyBytes >= MAX_BODY_BYTES) {
+      // Enough read: the body counts as done and the rest is not downloaded.
+      this.complete();
+      controller.abort(new Error('body limit reached'));
+    }
+  }
+
+  onResponseEnd(): void {
+    this.complete();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.fail(err);
+  }
+
+  /** The final response is in (or enough of its body): judge the status. */
+  private complete(): void {
+    if (this.done) return;
+    const status = this.status;
+    if (REDIRECT_STATUSES.has(status) && this.location !== undefined) {
+      this.finish(false, 0, tooManyRedirectsError(MAX_REDIRECTS));
+      return;
     }
     const ok = status >= 200 && status <= 399;
-    return finish({ ok, httpStatusCode: status, error: ok ? '' : statusError(status) }, redirects);
-  } catch (err) {
-    // A failure after the headers (reset or deadline mid-body) is still a run that did not
-    // complete, so it reports like one that got no answer: code 0 and a "0 - …" error.
-    const error = signal.aborted ? timeoutError(timeoutMs) : describeFailure(err, timeoutMs, false);
-    return finish({ ok: false, httpStatusCode: 0, error }, redirects);
-  } finally {
-    await agent.destroy().catch(() => undefined);
+    this.finish(ok, status, ok ? '' : statusError(status));
   }
-}
 
-/** Read and discard up to `limit` bytes of a body; more than that counts as done. */
-async function drain(body: AsyncIterable<Buffer>, limit: number): Promise<void> {
-  let bytes = 0;
-  for await (const chunk of body) {
-    bytes += chunk.length;
-    // Leaving the loop destroys the stream; the Agent is thrown away anyway.
-    if (bytes >= limit) break;
+  /**
+   * The request failed. A failure after the headers (reset mid-body) is still a run that did
+   * not complete, so it reports like one that got no answer: code 0 and a "0 - …" error.
+   */
+  private fail(err: unknown): void {
+    if (this.done) return;
+    this.finish(false, 0, describeFailure(err, this.timeoutMs, false));
   }
-}
 
-/** Redirects followed, from the history the redirect interceptor keeps in the context. */
-function countRedirects(context: unknown): number {
-  const history = (context as { history?: unknown } | null | undefined)?.history;
-  return Array.isArray(history) && history.length > 0 ? history.length - 1 : 0;
+  /** The budget is spent: report the timeout now and drop the connection in progress. */
+  private onDeadline(): void {
+    this.timer = null;
+    if (this.done) return;
+    this.finish(false, 0, timeoutError(this.timeoutMs));
+    const reason = new Error(timeoutError(this.timeoutMs));
+    if (this.controller && !this.controller.aborted) this.controller.abort(reason);
+    // Still connecting (DNS, TCP or TLS): the request has no controller yet. Destroyed with an
+    // error, the socket fails its connect and undici lets go of the request at once.
+    if (this.socket && !this.socket.destroyed) this.socket.destroy(reason);
+  }
+
+  private finish(ok: boolean, httpStatusCode: number, error: string): void {
+    if (this.done) return;
+    this.done = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    // Microsecond precision is plenty and keeps the JSON short.
+    const responseTimeMs = Math.round(this.phases.elapsed() * 1000) / 1000;
+    const history = this.history;
+    const redirects = history !== null && history.length > 0 ? history.length - 1 : 0;
+    this.resolve({
+      ok,
+      httpStatusCode,
+      error,
+      responseTimeMs,
+      startedAtMs: this.startedAtMs,
+      detail: { timings: this.phases.result(responseTimeMs), redirects },
+    });
+  }
 }

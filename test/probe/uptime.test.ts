@@ -273,6 +273,55 @@ describe('uptime check through CheckPool', () => {
     assert.equal(fresh.connections, 3);
   });
 
+  test('every redirect hop opens its own connection', { timeout: 20_000 }, async () => {
+    const before = site.connections;
+    const r = await run('/chain-301');
+    assert.equal(r.ok, true, r.error);
+    assert.equal(site.connections - before, 3, '301 → 302 → 200 is three requests');
+  });
+
+  test(
+    'a TLS handshake that never completes times out at the budget, not later',
+    { timeout: 20_000 },
+    async () => {
+      // Accepts TCP and then says nothing: the run is stuck in the TLS handshake, before its
+      // request could be sent.
+      const open = new Set<net.Socket>();
+      let closedAt = 0;
+      const silent = net.createServer((socket) => {
+        open.add(socket);
+        socket.on('close', () => {
+          open.delete(socket);
+          closedAt = performance.now();
+        });
+        socket.on('error', () => undefined);
+        socket.resume(); // read, so that the client's FIN is seen
+      });
+      const port = await listen(silent);
+      const started = performance.now();
+      const r = await run('/', 500, `https://127.0.0.1:${port}`);
+      assert.equal(r.ok, false);
+      assert.equal(r.httpStatusCode, 0);
+      assert.equal(r.error, '0 - Timed out after 0.5 s');
+      assert.ok(r.responseTimeMs >= 450 && r.responseTimeMs < 1000, `took ${r.responseTimeMs} ms`);
+      // The connection in progress is dropped with the run, not left to undici's own timeout.
+      const deadline = Date.now() + 2000;
+      while (open.size > 0 && Date.now() < deadline)
+        await new Promise((res) => setTimeout(res, 10));
+      assert.equal(open.size, 0, 'the stuck connection was closed');
+      assert.ok(closedAt - started < 1000, `closed after ${closedAt - started} ms`);
+    },
+  );
+
+  test('a slow run does not hold back a fast one sent with it', { timeout: 20_000 }, async () => {
+    const slow = run('/hang', 3000);
+    const started = performance.now();
+    const fast = await run('/ok');
+    assert.equal(fast.ok, true, fast.error);
+    assert.ok(performance.now() - started < 1500, 'the fast result came before the slow one');
+    assert.equal((await slow).error, '0 - Timed out after 3 s');
+  });
+
   test('runs proceed concurrently on the workers', { timeout: 20_000 }, async () => {
     const started = performance.now();
     const results = await Promise.all(Array.from({ length: 50 }, () => run('/slow', 15_000)));
