@@ -6,7 +6,13 @@
 import { CHECK_NAMES } from '../domain/check.js';
 import type { CheckTask } from '../../workers/lib/task.js';
 
-export type { CheckTask, CheckTaskResult, WorkerCheckName } from '../../workers/lib/task.js';
+export type {
+  CheckBatch,
+  CheckResultsMessage,
+  CheckTask,
+  CheckTaskResult,
+  WorkerCheckName,
+} from '../../workers/lib/task.js';
 export { WORKER_LOADED_MESSAGE } from '../../workers/lib/task.js';
 
 /**

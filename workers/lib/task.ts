@@ -48,6 +48,28 @@ export interface CheckTaskResult {
 }
 
 /**
+ * One piscina task: several runs handed to a worker thread in one crossing. The task resolves
+ * (with the number of runs) once every run of it is done; each run's result comes back on its
+ * own, as soon as it is done, in a CheckResultsMessage.
+ */
+export interface CheckBatch {
+  /** The pool's ids of the runs, one per task, in the same order. */
+  ids: number[];
+  tasks: CheckTask[];
+}
+
+/**
+ * Posted by a worker thread on `parentPort` (piscina hands it to the pool as a `'message'`
+ * event): results of runs that finished in the same event-loop turn of that thread. `ids[i]`
+ * is the pool's id (CheckBatch.ids) of the run whose result is `results[i]`.
+ */
+export interface CheckResultsMessage {
+  vigil: 'results';
+  ids: number[];
+  results: CheckTaskResult[];
+}
+
+/**
  * Posted by a worker thread on `parentPort` once its entry module has loaded. CheckPool waits
  * for it before terminating threads: Node 20 aborts the whole process when a worker is
  * terminated while piscina is still `require()`-ing an ES module entry.
