@@ -51,8 +51,9 @@ export interface BlackboxOptions {
   /** Length of the measured window, seconds (after a 1 s warm-up). 1–3600. */
   durationS: number;
   /**
-   * `GET /probe` requests kept in flight. @default 64 (measured best on the 2-core dev box,
-   * bench/README.md "peer")
+   * `GET /probe` requests kept in flight, 1–1024. @default DEFAULT_CONCURRENCY (32; on the
+   * 2-core dev box against a fleet without latency 16 and 32 gave the most probes/s, 64 and
+   * more fewer: bench/README.md "peer"). A fleet with latency needs about rate × latency.
    */
   concurrency?: number;
   /** Progress lines. @default write to stderr */
@@ -63,6 +64,8 @@ export interface BlackboxOptions {
 const PACKAGE = 'prometheus-blackbox-exporter';
 const INSTALL_COMMAND = `apt-get install -y --no-install-recommends ${PACKAGE}`;
 const MODULE = 'vigil_uptime';
+/** Requests in flight when the caller does not say; see BlackboxOptions.concurrency. */
+export const DEFAULT_CONCURRENCY = 32;
 /** Vigil's uptime budget (CONTRACT §5), as the module timeout. */
 const PROBE_TIMEOUT_S = 30;
 const WARMUP_MS = 1_000;
@@ -342,7 +345,7 @@ async function drive(
 export async function driveBlackbox(o: BlackboxOptions): Promise<BlackboxFigures> {
   const log = o.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   checkTargets(o.targets);
-  const concurrency = Math.max(1, Math.min(1024, Math.floor(o.concurrency ?? 64)));
+  const concurrency = Math.max(1, Math.min(1024, Math.floor(o.concurrency ?? DEFAULT_CONCURRENCY)));
   if (!(o.durationS >= 1 && o.durationS <= 3600)) {
     throw new Error(`driveBlackbox: durationS must be 1–3600, got ${o.durationS}`);
   }
@@ -426,7 +429,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       duration: { type: 'string', default: '10' },
-      concurrency: { type: 'string', default: '64' },
+      concurrency: { type: 'string', default: String(DEFAULT_CONCURRENCY) },
       sites: { type: 'string', default: '1000' },
     },
   });
