@@ -131,6 +131,8 @@ export interface TargetFleet {
   child: Child;
   /** Its ports on 127.0.0.1. */
   ports: number[];
+  /** Its HTTPS ports on 127.0.0.1 (bench/target.ts `--tls-ports`; empty without). */
+  tlsPorts: number[];
   /** `http://127.0.0.1:<port>/site/<i>`, the port chosen round-robin. */
   siteUrl(i: number): string;
   /**
@@ -167,12 +169,14 @@ export async function startTargets(o: TargetOptions = {}): Promise<TargetFleet> 
     spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] }),
   );
   let ports: number[];
+  let tlsPorts: number[];
   try {
-    ports = await new Promise<number[]>((resolve, reject) => {
+    [ports, tlsPorts] = await new Promise<[number[], number[]]>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('target did not start')), 10_000);
       child.proc.stdout?.once('data', (d: Buffer) => {
         clearTimeout(timer);
-        resolve((JSON.parse(d.toString()) as { ports: number[] }).ports);
+        const o = JSON.parse(d.toString()) as { ports: number[]; tls_ports?: number[] };
+        resolve([o.ports, o.tls_ports ?? []]);
       });
       void child.exit.then(() => reject(new Error(`target exited: ${child.stderr}`)));
     });
@@ -183,6 +187,7 @@ export async function startTargets(o: TargetOptions = {}): Promise<TargetFleet> 
   return {
     child,
     ports,
+    tlsPorts,
     siteUrl: (i) => `http://127.0.0.1:${ports[i % ports.length]}/site/${i}`,
     control: async (method, path, body) => {
       const res = await fetch(`http://127.0.0.1:${ports[0]}${path}`, {

@@ -17,6 +17,7 @@ import {
   type Scenario,
 } from './harness.js';
 import { apiScenario } from './api.js';
+import { churn } from './churn.js';
 import {
   benchActor,
   benchGrpcRoundTrip,
@@ -29,6 +30,8 @@ import {
 import { peer } from './peer.js';
 import { restart } from './restart.js';
 import { steady } from './steady.js';
+import { tls } from './tls.js';
+import { webhooks } from './webhooks.js';
 
 type MicroFigures = Record<string, Figures>;
 
@@ -87,6 +90,9 @@ const SCENARIOS: RegistryEntry[] = [
   runnable(apiScenario),
   runnable(restart),
   runnable(peer),
+  runnable(churn),
+  runnable(webhooks),
+  runnable(tls),
 ];
 
 async function main(): Promise<void> {

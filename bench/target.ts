@@ -23,6 +23,9 @@
  *   down / up (epoch ms) and when the first request after that change arrived (epoch ms, i.e.
  *   the start of the first run that saw the new state); null where there is none.
  * - `GET /_bench/ports` → `{"ports": [...], "tls_ports": [...]}`.
+ * - `GET /_bench/peers` → `{"connections": {"<source address>": n, …}, "tls_connections": {…}}`:
+ *   connections accepted since the process started, by the client's address — each probe has
+ *   its own `--local-address`, so this counts runs per probe (one fresh connection per run).
  *
  * TLS (for certificate checks): `--tls-ports K --tls-cert FILE --tls-key FILE` adds K HTTPS
  * servers (the same sites and control API) serving the PEM certificate chain in FILE with its
@@ -31,6 +34,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
+import type { Socket } from 'node:net';
 import { parseArgs } from 'node:util';
 
 const { values } = parseArgs({
@@ -71,6 +75,9 @@ let firstHit = new Float64Array(1024);
 let forced = new Uint8Array(1024);
 let forcedDown = 0;
 let requestsSinceMark = 0;
+/** Connections accepted by source address: plain HTTP ports, and TLS ports. */
+const peers = new Map<string, number>();
+const tlsPeers = new Map<string, number>();
 /**
  * Per site (grown on demand, like `forced`): when it was last forced down / up (epoch ms, 0 =
  * never) and the first request after that change (0 = none yet).
@@ -217,6 +224,12 @@ async function control(req: IncomingMessage, res: ServerResponse, url: URL): Pro
       first_request_after_up: column(firstAfterUp, sites),
     });
   }
+  if (req.method === 'GET' && url.pathname === '/_bench/peers') {
+    return json(res, 200, {
+      connections: Object.fromEntries(peers),
+      tls_connections: Object.fromEntries(tlsPeers),
+    });
+  }
   if (req.method === 'GET' && url.pathname === '/_bench/ports') {
     return json(res, 200, { ports: list, tls_ports: tlsList });
   }
@@ -265,6 +278,11 @@ function listen(tls: boolean): Promise<number> {
   } else {
     server = createServer(handle);
   }
+  const counts = tls ? tlsPeers : peers;
+  server.on('connection', (socket: Socket) => {
+    const from = socket.remoteAddress ?? '?';
+    counts.set(from, (counts.get(from) ?? 0) + 1);
+  });
   server.keepAliveTimeout = 1000;
   return new Promise((resolve) => {
     server.listen(0, '127.0.0.1', () => {
