@@ -5,15 +5,25 @@
  *
  * The hot path of a probe, so it is built for little CPU per run (bench/micro.ts `benchPool`):
  * - every request (the first one and each redirect hop) gets its own undici `Client`, closed
- *   as soon as it was dispatched, so its one socket serves that request only and is closed
- *   after the response — no socket, DNS answer or TLS session is shared with another run;
- * - the redirect interceptor and the socket connector are built once per thread, not per run;
+ *   as soon as it was dispatched, and its own socket, opened by the run (DNS lookup, TCP, TLS
+ *   without a session cache) and used for that request only — no socket, DNS answer or TLS
+ *   session is shared with another run;
+ * - the redirect interceptor is built once per thread, not per run;
  * - the run is its own undici dispatch handler (no `request()` response stream, no
  *   AbortSignal): one object and one timer per run.
+ *
+ * A connection whose response has been read completely is closed with a TCP reset (an
+ * abortive close, as load balancers close their health checks), not with a FIN. The side that
+ * sends the first FIN keeps the connection in TIME_WAIT for 60 s, and with `--local-address`
+ * every new connection first binds a port of that address, a search that slows down as those
+ * TIME_WAIT ports pile up: at 1,000 runs/s (60,000 connections a minute for 28,000 ephemeral
+ * ports) CPU per run grew tenfold within 15 s, and the ports would run out. A reset leaves no
+ * TIME_WAIT on either side. Connections that fail or time out close as undici closes them.
  */
-import type { Socket } from 'node:net';
+import { isIP, connect as netConnect, type Socket } from 'node:net';
 import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
-import { buildConnector, Client, interceptors, type Dispatcher } from 'undici';
+import { connect as tlsConnect } from 'node:tls';
+import { Client, interceptors, type buildConnector, type Dispatcher } from 'undici';
 import type { CheckTask, CheckTaskResult } from './lib/task.js';
 import { describeFailure, timeoutError, tooManyRedirectsError } from './lib/describe-error.js';
 import { PhaseRecorder } from './lib/timing.js';
@@ -28,8 +38,8 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /**
- * How much longer than the run's budget undici's own timeouts (connect, headers, body) are,
- * ms: the run's timer decides, undici's only clean up after it.
+ * How much longer than the run's budget undici's own timeouts (headers, body) are, ms: the
+ * run's timer decides, undici's only clean up after it.
  */
 const UNDICI_GRACE_MS = 1000;
 
@@ -51,33 +61,14 @@ export default function runUptime(task: CheckTask): Promise<CheckTaskResult> {
   return new Promise((resolve) => new UptimeRun(task, resolve).start());
 }
 
-/** undici's connector, as called by a Client: returns the socket it opened. */
-type SocketConnector = (
-  options: buildConnector.Options,
-  callback: buildConnector.Callback,
-) => Socket | undefined;
-
-/**
- * Connectors by connect timeout, ms (one per distinct run budget, in practice one). A
- * connector holds no connection; `maxCachedSessions: 0` turns its TLS session cache off, so
- * every connection pays a full handshake. TCP keep-alive probes are off: a socket lives one
- * request, well under their 60 s delay.
- */
-const connectors = new Map<number, SocketConnector>();
-
-function connectorFor(timeoutMs: number): SocketConnector {
-  const connectTimeoutMs = timeoutMs + UNDICI_GRACE_MS;
-  let connector = connectors.get(connectTimeoutMs);
-  if (connector === undefined) {
-    // undici's connector returns the socket it opened, though its type says void.
-    connector = buildConnector({
-      timeout: connectTimeoutMs,
-      maxCachedSessions: 0,
-      keepAlive: false,
-    }) as unknown as SocketConnector;
-    connectors.set(connectTimeoutMs, connector);
+/** Close `socket` with a TCP reset (see the file comment); a plain destroy where Node cannot. */
+function closeWithReset(socket: Socket): void {
+  if (socket.destroyed) return;
+  try {
+    socket.resetAndDestroy();
+  } catch {
+    socket.destroy();
   }
-  return connector;
 }
 
 /** Where a run rides along in its dispatch options, through every redirect hop. */
@@ -121,7 +112,7 @@ const dispatchWithRedirects = interceptors.redirect({ maxRedirections: MAX_REDIR
 /** One run: its state and the undici dispatch handler of its requests. */
 class UptimeRun implements Dispatcher.DispatchHandler {
   readonly localAddress: string | null;
-  /** The Client connector of this run's hops: undici's, watching the run's first socket. */
+  /** The Client connector of this run's hops (see openSocket). */
   readonly connect: (options: buildConnector.Options, callback: buildConnector.Callback) => void;
   private readonly task: CheckTask;
   private readonly resolve: (result: CheckTaskResult) => void;
@@ -132,8 +123,10 @@ class UptimeRun implements Dispatcher.DispatchHandler {
   private done = false;
   /** The current hop's controller, once its request is being sent. */
   private controller: Dispatcher.DispatchController | null = null;
-  /** The socket most recently opened for this run (the current hop's). */
+  /** The current hop's socket as undici uses it (TLS for `https:`), once opened. */
   private socket: Socket | null = null;
+  /** The current hop's TCP socket (under `socket` for `https:`). */
+  private tcp: Socket | null = null;
   /** URLs requested so far, kept by the redirect interceptor (one per response). */
   private history: readonly unknown[] | null = null;
   private status = 0;
@@ -145,14 +138,49 @@ class UptimeRun implements Dispatcher.DispatchHandler {
     this.resolve = resolve;
     this.localAddress = task.localAddress;
     this.timeoutMs = task.timeoutMs > 0 ? task.timeoutMs : DEFAULT_TIMEOUT_MS;
-    const connector = connectorFor(this.timeoutMs);
-    this.connect = (options, callback) => {
-      const socket = connector(options, callback);
-      if (socket) {
-        this.socket = socket;
-        this.phases.watch(socket);
-      }
-    };
+    this.connect = (options, callback) => this.openSocket(options, callback);
+  }
+
+  /**
+   * Open a hop's connection the way undici's own connector does (TCP without keep-alive
+   * probes, no Nagle; for `https:` TLS with SNI unless the host is an IP literal, ALPN
+   * http/1.1, certificate checked, no session reused), keeping the TCP socket so that it can be
+   * reset when done. The previous hop's response is complete by now, so its connection goes.
+   * No connect timeout: the run's deadline drops a connection still in progress.
+   */
+  private openSocket(options: buildConnector.Options, callback: buildConnector.Callback): void {
+    if (this.tcp !== null) closeWithReset(this.tcp);
+    const https = options.protocol === 'https:';
+    const tcp = netConnect({
+      host: options.hostname,
+      port: Number(options.port) || (https ? 443 : 80),
+      ...(options.localAddress ? { localAddress: options.localAddress } : {}),
+      noDelay: true,
+    });
+    let socket = tcp;
+    if (https) {
+      socket = tlsConnect({
+        socket: tcp,
+        host: options.hostname,
+        servername: options.servername || (isIP(options.hostname) ? '' : options.hostname),
+        ALPNProtocols: ['http/1.1'],
+      });
+    }
+    this.tcp = tcp;
+    this.socket = socket;
+    this.phases.watch(tcp, https ? socket : null);
+    let pending: buildConnector.Callback | null = callback;
+    socket.once(https ? 'secureConnect' : 'connect', () => {
+      const cb = pending;
+      pending = null;
+      cb?.(null, socket);
+    });
+    // Stays attached: later errors are undici's to handle, and must never go unhandled.
+    socket.on('error', (err) => {
+      const cb = pending;
+      pending = null;
+      cb?.(err, null);
+    });
   }
 
   start(): void {
@@ -225,9 +253,10 @@ class UptimeRun implements Dispatcher.DispatchHandler {
     this.fail(err);
   }
 
-  /** The final response is in (or enough of its body): judge the status. */
+  /** The final response is in (or enough of its body): judge the status, reset the connection. */
   private complete(): void {
     if (this.done) return;
+    if (this.tcp !== null) closeWithReset(this.tcp);
     const status = this.status;
     if (REDIRECT_STATUSES.has(status) && this.location !== undefined) {
       this.finish(false, 0, tooManyRedirectsError(MAX_REDIRECTS));
@@ -256,6 +285,7 @@ class UptimeRun implements Dispatcher.DispatchHandler {
     // Still connecting (DNS, TCP or TLS): the request has no controller yet. Destroyed with an
     // error, the socket fails its connect and undici lets go of the request at once.
     if (this.socket && !this.socket.destroyed) this.socket.destroy(reason);
+    if (this.tcp && !this.tcp.destroyed) this.tcp.destroy();
   }
 
   private finish(ok: boolean, httpStatusCode: number, error: string): void {

@@ -3,9 +3,13 @@
  * loopback servers on port 0.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import * as net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { CheckPool } from '../../src/probe/pool.js';
 import type { CheckTaskResult } from '../../src/probe/task.js';
@@ -322,6 +326,31 @@ describe('uptime check through CheckPool', () => {
     assert.equal((await slow).error, '0 - Timed out after 3 s');
   });
 
+  test(
+    'a finished run closes its connection with a reset: no TIME_WAIT on either side',
+    { timeout: 20_000 },
+    async () => {
+      // A bare HTTP/1.1 server that answers and then keeps the connection open, noting how the
+      // client left: a FIN ('end') or a reset (ECONNRESET).
+      const endings: string[] = [];
+      const raw = net.createServer((socket) => {
+        socket.once('data', () =>
+          socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok'),
+        );
+        socket.on('end', () => endings.push('fin'));
+        socket.on('error', (err: NodeJS.ErrnoException) => endings.push(err.code ?? err.message));
+      });
+      const port = await listen(raw);
+      const r = await run('/', 5000, `http://127.0.0.1:${port}`);
+      assert.equal(r.ok, true, r.error);
+      const deadline = Date.now() + 2000;
+      while (endings.length === 0 && Date.now() < deadline) {
+        await new Promise((res) => setTimeout(res, 10));
+      }
+      assert.deepEqual(endings, ['ECONNRESET']);
+    },
+  );
+
   test('runs proceed concurrently on the workers', { timeout: 20_000 }, async () => {
     const started = performance.now();
     const results = await Promise.all(Array.from({ length: 50 }, () => run('/slow', 15_000)));
@@ -376,4 +405,65 @@ describe('uptime check through CheckPool', () => {
       await bound.close();
     }
   });
+});
+
+/**
+ * A successful `https:` run needs a trusted certificate, and Node reads NODE_EXTRA_CA_CERTS only
+ * when a process starts: so this runs the compiled uptime check in a child process that trusts
+ * the test root.
+ */
+describe('uptime check over TLS', () => {
+  test(
+    'is up, with TLS timings and SNI; the connection ends with a reset',
+    { timeout: 30_000 },
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'vigil-uptime-tls-'));
+      const pki = await TestPki.create();
+      const cert = await pki.leaf({ issuer: 'root' });
+      const servernames: Array<string | false> = [];
+      const endings: string[] = [];
+      const server = https.createServer({ key: cert.keyPem, cert: cert.chainPem }, (_req, res) =>
+        res.end('secure'),
+      );
+      server.on('secureConnection', (socket) => {
+        servernames.push((socket as { servername?: string | false }).servername ?? false);
+        socket.on('end', () => endings.push('fin'));
+        socket.on('error', (err: NodeJS.ErrnoException) => endings.push(err.code ?? err.message));
+      });
+      try {
+        const port = await listen(server);
+        const trust = await pki.writeTrustFile(dir);
+        const worker = new URL('../../workers/uptime.js', import.meta.url).href;
+        const script =
+          `const { default: run } = await import(${JSON.stringify(worker)});` +
+          `const r = await run({ checkName: 'uptime', url: process.argv[1], timeoutMs: 5000, localAddress: null });` +
+          `process.stdout.write(JSON.stringify(r));`;
+        const stdout = await new Promise<string>((resolve, reject) =>
+          execFile(
+            process.execPath,
+            ['--input-type=module', '-e', script, `https://localhost:${port}/`],
+            { env: { ...process.env, NODE_EXTRA_CA_CERTS: trust }, timeout: 20_000 },
+            (err, out) => (err ? reject(err) : resolve(out)),
+          ),
+        );
+        const r = JSON.parse(stdout) as CheckTaskResult;
+        assert.equal(r.ok, true, r.error);
+        assert.equal(r.httpStatusCode, 200);
+        const timings = (r.detail as { timings: Record<string, number | null> }).timings;
+        for (const phase of ['dnsMs', 'tcpMs', 'tlsMs', 'firstByteMs'] as const) {
+          assert.equal(typeof timings[phase], 'number', `${phase} is measured`);
+        }
+        assert.deepEqual(servernames, ['localhost'], 'SNI names the host');
+        const deadline = Date.now() + 2000;
+        while (endings.length === 0 && Date.now() < deadline) {
+          await new Promise((res) => setTimeout(res, 10));
+        }
+        assert.deepEqual(endings, ['ECONNRESET']);
+      } finally {
+        server.closeAllConnections();
+        server.close();
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -50,22 +50,22 @@ export class PhaseRecorder {
   }
 
   /**
-   * Watch the run's first socket, right after it was created (before its DNS lookup can have
-   * finished): Node emits `lookup` when the host name is resolved (not for an IP literal),
-   * `connect` when TCP is up and, on a TLS socket, `secureConnect` after the handshake. Every
-   * later call of the same run is ignored.
+   * Watch the run's first connection, right after its TCP socket was created (before its DNS
+   * lookup can have finished): Node emits `lookup` when the host name is resolved (not for an
+   * IP literal) and `connect` when TCP is up; the TLS socket on top, if any, emits
+   * `secureConnect` after the handshake. Every later call of the same run is ignored.
    */
-  watch(socket: Socket): void {
+  watch(tcp: Socket, tls: Socket | null): void {
     if (this.watching) return;
     this.watching = true;
     this.connectStart = performance.now();
-    socket.once('lookup', () => {
+    tcp.once('lookup', () => {
       this.dnsEnd = performance.now();
     });
-    socket.once('connect', () => {
+    tcp.once('connect', () => {
       this.tcpEnd = performance.now();
     });
-    socket.once('secureConnect', () => {
+    tls?.once('secureConnect', () => {
       this.tlsEnd = performance.now();
     });
   }
