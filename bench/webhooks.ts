@@ -26,8 +26,9 @@
  * times the first request to each site after it; for a Down this includes verification) to the
  * receiver's 200, p50/p99, also per receiver; signatures verified; duplicates. For the dead
  * receiver, from `GET /webapi/webhooks?status=pending` as that user: pending events, how many
- * have had tries and have the next one scheduled (the rest wait behind an earlier event of the
- * same monitor, CONTRACT §6 order), the most tries so far, and that none was delivered.
+ * have had tries and have the next one scheduled, how many have not been tried yet (behind an
+ * earlier event of the same monitor — CONTRACT §6 order — or, with `hang`, waiting for one of
+ * the host's 8 slots), the most tries so far, and that none was delivered.
  * Whether the dead receiver slows the others: compare with a run with `--dead none`.
  */
 import {
@@ -123,8 +124,11 @@ export interface WebhooksFigures {
     pending: number;
     /** Pending with at least one try and `next_attempt_at` set. */
     pending_with_retry_scheduled: number;
-    /** Pending with no try yet (behind an earlier event of its monitor). */
-    pending_waiting_in_order: number;
+    /**
+     * Pending with no try yet: behind an earlier event of its monitor (delivery order), or
+     * waiting for one of the host's 8 slots (`hang`).
+     */
+    pending_not_tried: number;
     max_tries: number;
     /** Must be 0. */
     delivered: number;
@@ -261,7 +265,7 @@ export async function benchWebhooks(o: WebhooksOptions): Promise<WebhooksFigures
         monitors: deadMonitors,
         pending: pending.total,
         pending_with_retry_scheduled: withRetry,
-        pending_waiting_in_order: waiting,
+        pending_not_tried: waiting,
         max_tries: maxTries,
         delivered: delivered.total,
         hang_connections: (await receiver.stats()).hang_connections,
@@ -401,7 +405,7 @@ async function analyse(
 const HEADER =
   '| date | commit | machine | monitors @ interval, locations | receivers (dead) | ' +
   'healthy delivered of expected (Down + Recovered) | last Down / Recovered after flip | ' +
-  'run → 200 p50 / p99 (max) | dead: pending (retry scheduled / in order), max tries, delivered | ' +
+  'run → 200 p50 / p99 (max) | dead: pending (retry scheduled / not tried yet), max tries, delivered | ' +
   'coordinator CPU s | bad signatures |';
 
 /** `npm run bench -- webhooks [--monitors N] [--interval S] [--duration S] [--locations K] [--receivers R] [--dead refuse|hang|none]`. */
@@ -448,7 +452,7 @@ export const webhooks: Scenario<WebhooksOptions, WebhooksFigures> = {
       `${h.down.delivered + h.recovered.delivered} of ${h.down.expected + h.recovered.expected} | ` +
       `${s(h.down.last_delivery_s)} / ${s(h.recovered.last_delivery_s)} | ` +
       `${latencyCell(h.run_to_200)}${h.run_to_200.count ? ` (${h.run_to_200.max_ms} ms)` : ''} | ` +
-      `${d ? `${d.pending} (${d.pending_with_retry_scheduled} / ${d.pending_waiting_in_order}), ${d.max_tries}, ${d.delivered}` : '–'} | ` +
+      `${d ? `${d.pending} (${d.pending_with_retry_scheduled} / ${d.pending_not_tried}), ${d.max_tries}, ${d.delivered}` : '–'} | ` +
       `${f.coordinator_cpu_s} | ${h.bad_signatures} |`
     );
   },
