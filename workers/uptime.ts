@@ -12,19 +12,16 @@
  * - the run is its own undici dispatch handler (no `request()` response stream, no
  *   AbortSignal): one object and one timer per run.
  *
- * A connection whose response has been read completely is closed with a TCP reset (an
- * abortive close, as load balancers close their health checks), not with a FIN. The side that
- * sends the first FIN keeps the connection in TIME_WAIT for 60 s, and with `--local-address`
- * every new connection first binds a port of that address, a search that slows down as those
- * TIME_WAIT ports pile up: at 1,000 runs/s (60,000 connections a minute for 28,000 ephemeral
- * ports) CPU per run grew tenfold within 15 s, and the ports would run out. A reset leaves no
- * TIME_WAIT on either side. Connections that fail or time out close as undici closes them.
+ * A connection whose response has been read completely is closed with a TCP reset, leaving
+ * no TIME_WAIT (why: lib/close.ts). Connections that fail or time out close as undici closes
+ * them.
  */
 import { isIP, connect as netConnect, type Socket } from 'node:net';
 import { STATUS_CODES, type IncomingHttpHeaders } from 'node:http';
 import { connect as tlsConnect } from 'node:tls';
 import { Client, interceptors, type buildConnector, type Dispatcher } from 'undici';
 import type { CheckTask, CheckTaskResult } from './lib/task.js';
+import { closeWithReset } from './lib/close.js';
 import { describeFailure, timeoutError, tooManyRedirectsError } from './lib/describe-error.js';
 import { PhaseRecorder } from './lib/timing.js';
 
@@ -59,16 +56,6 @@ export function statusError(status: number): string {
 /** Run one uptime check. Resolves with the outcome in every case. */
 export default function runUptime(task: CheckTask): Promise<CheckTaskResult> {
   return new Promise((resolve) => new UptimeRun(task, resolve).start());
-}
-
-/** Close `socket` with a TCP reset (see the file comment); a plain destroy where Node cannot. */
-function closeWithReset(socket: Socket): void {
-  if (socket.destroyed) return;
-  try {
-    socket.resetAndDestroy();
-  } catch {
-    socket.destroy();
-  }
 }
 
 /** Where a run rides along in its dispatch options, through every redirect hop. */
