@@ -11,6 +11,7 @@ import type { RunResult__Output } from '../generated/vigil/probe/v1/RunResult.js
 import type { RunOutcome, RunPurpose } from '../domain/result.js';
 import { checkRuns, scheduleLag } from '../common/metrics.js';
 import type { ProbeRegistry, ProbeSession, Run } from './probe-registry.js';
+import { TimeHeap } from './time-heap.js';
 
 /**
  * How far ahead of its planned start a scheduled run may be handed out, ms: when the timer fires
@@ -50,17 +51,45 @@ export interface SchedulerOptions {
   dispatchAheadMs?: number;
 }
 
+/** One scheduled check; plain fields, no nested objects (there are 100,000s of them). */
 interface Entry {
-  check: SchedulableCheck;
+  id: number;
+  name: CheckName;
+  url: string;
   intervalMs: number;
   /** Next planned start, ms since epoch. */
   nextAt: number;
-  /** Bumped on every reschedule; heap items of older versions are stale. */
+  /**
+   * Taken from one counter on every (re)schedule, so heap items of any earlier schedule — also
+   * of an entry that was removed and added again — are stale.
+   */
   version: number;
   /** The scheduled run in flight, if any (one at a time per check). */
   scheduledRunId: number | null;
-  /** location → when this check last ran there, ms since epoch (rotation over locations). */
-  ranAt: Map<string, number>;
+  /**
+   * Where and when this check last ran, for rotation over locations: `[location, ms since
+   * epoch, location, ms, …]`, one pair per location (a Map per check costs four times more).
+   */
+  ranAt: Array<string | number>;
+}
+
+/** When the check of `entry` last ran in `location`, ms since epoch; 0 = never. */
+function ranAtOf(entry: Entry, location: string): number {
+  const r = entry.ranAt;
+  for (let i = 0; i < r.length; i += 2) if (r[i] === location) return r[i + 1] as number;
+  return 0;
+}
+
+/** Note that the check of `entry` ran in `location` at `at` (ms since epoch). */
+function setRanAt(entry: Entry, location: string, at: number): void {
+  const r = entry.ranAt;
+  for (let i = 0; i < r.length; i += 2) {
+    if (r[i] === location) {
+      r[i + 1] = at;
+      return;
+    }
+  }
+  entry.ranAt = [...r, location, at]; // exact size, not push()'s spare room
 }
 
 /** A verification or re-check waiting for a probe. */
@@ -69,12 +98,6 @@ interface Urgent {
   purpose: RunPurpose;
   excludeLocation: string | null;
   excludeUntil: number;
-}
-
-interface HeapItem {
-  at: number;
-  id: number;
-  version: number;
 }
 
 /** When each check runs and on which probe; see the file comment. All times via the Clock. */
@@ -89,7 +112,9 @@ export class Scheduler {
   private readonly onOutcome: SchedulerOptions['onOutcome'];
 
   private readonly entries = new Map<number, Entry>();
-  private readonly heap: HeapItem[] = [];
+  private readonly heap = new TimeHeap();
+  /** Source of Entry.version (wraps after 2^32 schedules, far beyond a process's life). */
+  private versionSeq = 0;
   private heapTimer: TimerHandle | null = null;
   private heapTimerAt = Infinity;
   /** Scheduled runs that are due, waiting for probe capacity (FIFO, head index). */
@@ -145,24 +170,34 @@ export class Scheduler {
    */
   add(check: SchedulableCheck, firstAt: number): void {
     const old = this.entries.get(check.id);
-    const entry: Entry = {
-      check,
-      intervalMs: check.intervalSeconds * 1000,
-      nextAt: firstAt,
-      version: (old?.version ?? 0) + 1,
-      scheduledRunId: old?.scheduledRunId ?? null,
-      ranAt:
-        old?.ranAt ?? new Map(check.lastLocation ? [[check.lastLocation, this.clock.now()]] : []),
-    };
-    this.entries.set(check.id, entry);
-    this.push({ at: firstAt, id: check.id, version: entry.version });
+    const version = (this.versionSeq = (this.versionSeq + 1) >>> 0);
+    if (old) {
+      old.name = check.name;
+      old.url = check.url;
+      old.intervalMs = check.intervalSeconds * 1000;
+      old.nextAt = firstAt;
+      old.version = version;
+    } else {
+      this.entries.set(check.id, {
+        id: check.id,
+        name: check.name,
+        url: check.url,
+        intervalMs: check.intervalSeconds * 1000,
+        nextAt: firstAt,
+        version,
+        scheduledRunId: null,
+        ranAt: check.lastLocation ? [check.lastLocation, this.clock.now()] : [],
+      });
+    }
+    this.push(firstAt, check.id, version);
   }
 
   /** New interval: the next run is one (new) interval from now (CONTRACT §3). */
   changeInterval(checkId: number, intervalSeconds: number): void {
     const entry = this.entries.get(checkId);
     if (!entry) return;
-    this.add({ ...entry.check, intervalSeconds }, this.clock.now() + intervalSeconds * 1000);
+    const { id, name, url } = entry;
+    this.add({ id, name, url, intervalSeconds }, this.clock.now() + intervalSeconds * 1000);
   }
 
   /** Stop running `checkId`; results of its runs in flight are dropped. */
@@ -219,7 +254,7 @@ export class Scheduler {
             : 'fail',
       });
       if (entry.scheduledRunId === run.runId) entry.scheduledRunId = null;
-      entry.ranAt.set(session.location, this.clock.now());
+      setRanAt(entry, session.location, this.clock.now());
       let detail: Record<string, unknown> | null = null;
       if (result.detail_json) {
         try {
@@ -290,7 +325,7 @@ export class Scheduler {
         this.regularHead++;
         continue;
       }
-      const session = this.registry.pick(null, (l) => entry.ranAt.get(l) ?? 0);
+      const session = this.registry.pick(null, (l) => ranAtOf(entry, l));
       if (!session) break;
       scheduleLag.observe(Math.max(0, now - (this.regularDue[this.regularHead] ?? now)) / 1000);
       this.regularHead++;
@@ -319,9 +354,9 @@ export class Scheduler {
     const now = this.clock.now();
     const run: Run = {
       runId: ++this.runSeq,
-      checkId: entry.check.id,
-      checkName: entry.check.name,
-      url: entry.check.url,
+      checkId: entry.id,
+      checkName: entry.name,
+      url: entry.url,
       purpose,
       excludeLocation,
       excludeUntil,
@@ -337,32 +372,9 @@ export class Scheduler {
     this.sweepTimer = this.clock.setTimer(() => this.sweep(), 1000);
   }
 
-  private push(item: HeapItem): void {
-    this.heap.push(item);
-    this.siftLastUp();
-    if (item.at < this.heapTimerAt) this.armHeap();
-  }
-
-  private pop(): HeapItem | undefined {
-    const h = this.heap;
-    const top = h[0];
-    const last = h.pop();
-    if (h.length > 0 && last) {
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        const atOf = (k: number): number => (k === i ? last.at : (h[k] as HeapItem).at);
-        if (l < h.length && atOf(l) < atOf(m)) m = l;
-        if (r < h.length && atOf(r) < atOf(m)) m = r;
-        if (m === i) break;
-        h[i] = h[m] as HeapItem;
-        i = m;
-      }
-      h[i] = last;
-    }
-    return top;
+  private push(at: number, id: number, version: number): void {
+    this.heap.push(at, id, version);
+    if (at < this.heapTimerAt) this.armHeap();
   }
 
   private armHeap(): void {
@@ -370,10 +382,10 @@ export class Scheduler {
     if (this.heapTimer) this.clock.clearTimer(this.heapTimer);
     this.heapTimer = null;
     this.heapTimerAt = Infinity;
-    const top = this.heap[0];
-    if (!top) return;
-    this.heapTimerAt = top.at;
-    this.heapTimer = this.clock.setTimer(() => this.fireDue(), top.at - this.clock.now());
+    const at = this.heap.topAt;
+    if (at === Infinity) return;
+    this.heapTimerAt = at;
+    this.heapTimer = this.clock.setTimer(() => this.fireDue(), at - this.clock.now());
   }
 
   private fireDue(): void {
@@ -381,36 +393,25 @@ export class Scheduler {
     this.heapTimerAt = Infinity;
     const now = this.clock.now();
     const horizon = now + this.dispatchAheadMs;
-    for (let top = this.heap[0]; top && top.at <= horizon; top = this.heap[0]) {
-      this.pop();
-      const entry = this.entries.get(top.id);
-      if (!entry || entry.version !== top.version) continue;
+    while (this.heap.topAt <= horizon) {
+      const at = this.heap.topAt;
+      const id = this.heap.topId;
+      const version = this.heap.topVersion;
+      this.heap.pop();
+      const entry = this.entries.get(id);
+      if (!entry || entry.version !== version) continue;
       // One scheduled run at a time per check: a run still going skips this slot.
       if (entry.scheduledRunId === null) {
-        this.regular.push(entry.check.id);
-        this.regularDue.push(top.at);
+        this.regular.push(id);
+        this.regularDue.push(at);
       }
       let next = entry.nextAt + entry.intervalMs;
       if (next <= now) next = now + entry.intervalMs - ((now - entry.nextAt) % entry.intervalMs);
       entry.nextAt = next;
-      this.heap.push({ at: next, id: top.id, version: entry.version });
-      this.siftLastUp(); // not push(): the timer is re-armed once, below
+      this.heap.push(next, id, version); // not push(): the timer is re-armed once, below
     }
     this.pump();
     this.armHeap();
-  }
-
-  private siftLastUp(): void {
-    const h = this.heap;
-    let i = h.length - 1;
-    const item = h[i] as HeapItem;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if ((h[p] as HeapItem).at <= item.at) break;
-      h[i] = h[p] as HeapItem;
-      i = p;
-    }
-    h[i] = item;
   }
 
   /** Every second while runs are in flight: runs past their deadline are lost and re-run. */

@@ -83,4 +83,25 @@ describe('scheduler dispatch batching', () => {
     await clock.advance(10);
     assert.deepEqual(batches, [[1], [2]]);
   });
+
+  test('a check removed and added again runs once per interval, not on its old slot too', async () => {
+    // Regression: versions restarted at 1 for a re-added check, so the heap item of its old
+    // schedule counted as current and the check ran on both slots.
+    const { clock, scheduler, batches } = world(0);
+    add(scheduler, 1, T0);
+    await clock.advance(0);
+    assert.deepEqual(batches, [[1]]);
+    await clock.advance(10_000);
+    scheduler.remove(1); // disable
+    await clock.advance(10_000);
+    add(scheduler, 1, clock.now()); // enable: runs at once (T0 + 20 s)
+    await clock.advance(0);
+    assert.deepEqual(batches, [[1], [1]]);
+    await clock.advance(40_000); // T0 + 60 s: the old slot
+    assert.deepEqual(batches, [[1], [1]], 'nothing on the old slot');
+    await clock.advance(20_000); // T0 + 80 s: one interval after the enable
+    assert.deepEqual(batches, [[1], [1], [1]]);
+    await clock.advance(60_000);
+    assert.deepEqual(batches, [[1], [1], [1], [1]], 'and one interval later, once');
+  });
 });
