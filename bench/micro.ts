@@ -192,11 +192,11 @@ export async function benchStore(writes = 50_000): Promise<Figures> {
  * (4 ports, every run its own path), measured two ways. CPU is this process's, pool threads
  * included.
  * - Paced, as a probe sees them: `runs` runs at `ratePerS` per second (one probe's share of
- *   2,000 checks/s over two locations), handed over as a 1 ms timer ticks — the coordinator's
- *   scheduler sends what is due each tick, one or two runs. `probe_cpu_ms_per_run` is this.
+ *   2,000 checks/s over two locations), handed over the way the coordinator's scheduler sends
+ *   them: every DISPATCH_AHEAD_MS (src/coordinator/scheduler.ts), the runs due by then.
+ *   `probe_cpu_ms_per_run` is this.
  * - Closed loop: `runs` runs, `concurrency` at a time, each finished run starting the next;
- *   `runs_per_s` is the pool's throughput (`closed_loop_cpu_ms_per_run` its CPU per run, lower
- *   than paced because runs arrive and finish in bunches).
+ *   `runs_per_s` is the pool's throughput, `closed_loop_cpu_ms_per_run` its CPU per run then.
  * @returns the figures named above, plus `runs`, `paced_rate_per_s` and `failed` (both phases)
  * @throws Error when the target process cannot start
  */
@@ -226,6 +226,7 @@ export async function benchPool(
     // Warm the threads up.
     await Promise.all(Array.from({ length: 50 }, (_, i) => check(i)));
     failed = 0;
+    const { DISPATCH_AHEAD_MS } = await import('../src/coordinator/scheduler.js');
 
     let cpu0 = process.cpuUsage();
     let t0 = performance.now();
@@ -240,7 +241,7 @@ export async function benchPool(
             if (done === runs) resolve();
           });
         }
-        if (issued < runs) setTimeout(tick, 1);
+        if (issued < runs) setTimeout(tick, Math.max(1, DISPATCH_AHEAD_MS));
       };
       tick();
     });
