@@ -146,6 +146,9 @@ class UptimeRun implements Dispatcher.DispatchHandler {
     });
     let socket = tcp;
     if (https) {
+      // Its errors reach undici through the TLS socket; one of its own (say, a reset of an
+      // already closed socket) must never go unhandled.
+      tcp.on('error', noop);
       socket = tlsConnect({
         socket: tcp,
         host: options.hostname,
