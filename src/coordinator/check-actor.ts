@@ -131,7 +131,7 @@ export class CheckActor implements MailboxHandler<CheckMessage> {
       ops.push({ kind: 'state', id: this.check.id, value: this.state, head: this.counters.head() });
     }
     if (this.statsDirty) {
-      ops.push({ kind: 'stats', id: this.check.id, value: this.counters.toStats() });
+      ops.push({ kind: 'stats', id: this.check.id, value: this.counters.pack() });
     }
     this.takeResults(ops);
     this.stateDirty = this.statsDirty = false;
@@ -326,7 +326,7 @@ export class CheckActor implements MailboxHandler<CheckMessage> {
       { kind: 'state', id: this.check.id, value: state, head: this.counters.head() },
     ];
     if (this.statsDirty) {
-      ops.push({ kind: 'stats', id: this.check.id, value: this.counters.toStats() });
+      ops.push({ kind: 'stats', id: this.check.id, value: this.counters.pack() });
     }
     // Everything unsaved goes with this write; a bulk write running meanwhile finds nothing.
     this.takeResults(ops);

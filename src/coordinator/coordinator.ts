@@ -404,6 +404,7 @@ export class Coordinator implements VigilService, UserAdmin {
     }
     await this.store.write(ops);
     for (const id of checkIds) {
+      this.actors.get(id)?.counters.release(); // no view can reach it once deleted below
       this.actors.delete(id);
       await this.store.clearResults(id, Infinity);
     }

@@ -17,7 +17,7 @@ import type { Check, Monitor, User } from '../../src/domain/check.js';
 import type { OutboxEvent } from '../../src/domain/events.js';
 import type { StoredResult } from '../../src/domain/result.js';
 import type { CheckState } from '../../src/domain/transition.js';
-import type { RunHead, RunStats } from '../../src/domain/uptime.js';
+import type { PackedRunStats, RunHead, RunStats } from '../../src/domain/uptime.js';
 import { tempDir } from '../helpers.js';
 
 /** Every test here does real I/O; none may hang the run. */
@@ -189,14 +189,8 @@ export function storeContract(name: string, open: (dir: string) => Promise<Store
         const { dir, store } = await fresh(t);
         const h = Math.floor(T / 3_600_000);
         const d = Math.floor(T / 86_400_000);
-        const stats: RunStats = {
-          hours: [
-            [h - 1, 59, 60],
-            [h, 1, 1],
-          ],
-          days: [[d, 60, 61]],
-        };
-        const head: RunHead = { hour: [h, 30, 31], day: [d, 89, 91] };
+        const stats: PackedRunStats = [2, h - 1, 59, 60, h, 1, 1, d, 60, 61];
+        const head: RunHead = [h, 30, 31, d, 89, 91];
         await store.write([
           { kind: 'state', id: 1, value: state(T), head },
           { kind: 'stats', id: 1, value: stats },
@@ -204,7 +198,7 @@ export function storeContract(name: string, open: (dir: string) => Promise<Store
           { kind: 'state', id: 3, value: state(T), head },
         ]);
         // A later state write with a newer head leaves the full set as it was.
-        const newer: RunHead = { hour: [h, 31, 32], day: [d, 90, 92] };
+        const newer: RunHead = [h, 31, 32, d, 90, 92];
         await store.write([{ kind: 'state', id: 1, value: state(T + 1), head: newer }]);
         const expect = async (s: Store): Promise<void> => {
           const snap = await s.load();

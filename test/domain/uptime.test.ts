@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import {
   RunCounters,
   type Bucket,
+  type PackedRunStats,
   type RunStats,
   type UptimeWindow,
 } from '../../src/domain/uptime.js';
@@ -148,17 +149,30 @@ describe('stored form: the full set written when an hour starts, the head with e
   it('restores exactly from the last full set plus the latest head', () => {
     const random = lcg(11);
     const live = new RunCounters();
-    let stored: RunStats | null = null;
+    let stored: PackedRunStats | null = null;
     let at = T0;
     for (let i = 0; i < 3000; i++) {
       at += Math.floor(random() * 40 * 60_000);
-      if (live.record(at, random() < 0.8)) stored = live.toStats(); // what the actor writes
+      if (live.record(at, random() < 0.8)) stored = live.pack(); // what the actor writes
       const back = RunCounters.restore(stored, live.head());
       assert.deepEqual(back.toStats(), live.toStats(), `after run ${i}`);
+      back.release();
     }
   });
 
-  it('restores from the full set alone (data dirs of earlier versions)', () => {
+  it('packs into one flat array: the number of hourly buckets, then triples', () => {
+    const h = Math.floor(T0 / H);
+    const d = Math.floor(T0 / D);
+    const c = runs([
+      [T0, true],
+      [T0 + H, false],
+    ]);
+    assert.deepEqual(c.pack(), [2, h, 1, 1, h + 1, 0, 1, d, 1, 2]);
+    assert.deepEqual(c.head(), [h + 1, 0, 1, d, 1, 2]);
+    assert.deepEqual(RunCounters.restore(c.pack(), null).toStats(), c.toStats());
+  });
+
+  it('restores from the full set as lists (data dirs of earlier versions)', () => {
     const live = runs([
       [T0, true],
       [T0 + 3 * H, false],
@@ -192,5 +206,27 @@ describe('stored form: the full set written when an hour starts, the head with e
       hours: [[Math.floor(T0 / H), 1, 2]],
       days: [[Math.floor(T0 / D), 1, 2]],
     });
+  });
+});
+
+describe('the shared slab', () => {
+  it('a released slot is reused empty, and never touches other counters', () => {
+    const keep = runs([[T0, true]]);
+    const many: RunCounters[] = [];
+    for (let i = 0; i < 3000; i++) many.push(runs([[T0 + i * H, i % 2 === 0]])); // > one chunk
+    for (const c of many) c.release();
+    const again = new RunCounters();
+    assert.equal(again.empty, true, 'a reused slot starts empty');
+    assert.equal(again.percent(T0, '24h'), null);
+    again.record(T0, false);
+    assert.equal(keep.percent(T0, '24h'), 100, 'the counters kept are unchanged');
+    assert.equal(again.percent(T0, '24h'), 0);
+    again.release();
+    again.release(); // twice is harmless
+    const a = new RunCounters();
+    const b = new RunCounters();
+    assert.notEqual(a, b);
+    a.record(T0, true);
+    assert.equal(b.empty, true, 'one slot is not handed out twice');
   });
 });

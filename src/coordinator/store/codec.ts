@@ -7,11 +7,12 @@
  */
 import type { StoredResult } from '../../domain/result.js';
 import type { CheckState, CheckStatus, Outage } from '../../domain/transition.js';
-import type { Bucket, RunHead, RunStats } from '../../domain/uptime.js';
+import type { RunHead, RunStats } from '../../domain/uptime.js';
 
 /**
  * Stored state: `[status, lastCheckAt, lastLocation, lastHttpStatusCode, lastError,
- * lastResponseTimeMs, outage, expiryNotices, headHour, headDay]`; absent values are null.
+ * lastResponseTimeMs, outage, expiryNotices]` and, once the check ran, the six numbers of its
+ * uptime head (`RunHead`); absent values are null.
  */
 type StateTuple = [
   CheckStatus,
@@ -22,8 +23,7 @@ type StateTuple = [
   number | null,
   Outage | null,
   string[] | null,
-  Bucket | null,
-  Bucket | null,
+  ...number[],
 ];
 
 /** A decoded state record: the state and the uptime counters it carries. */
@@ -46,8 +46,7 @@ export function encodeState(state: CheckState, head: RunHead | null | undefined)
     state.lastResponseTimeMs,
     state.outage,
     state.expiryNotices ?? null,
-    head?.hour ?? null,
-    head?.day ?? null,
+    ...(head ?? []),
   ];
   return JSON.stringify(tuple);
 }
@@ -57,8 +56,6 @@ export function decodeState(value: unknown): DecodedState {
   if (Array.isArray(value)) {
     const [status, lastCheckAt, lastLocation, lastHttpStatusCode, lastError, rt, outage, notices] =
       value as StateTuple;
-    const hour = (value as StateTuple)[8];
-    const day = (value as StateTuple)[9];
     const state: CheckState = {
       status,
       lastCheckAt,
@@ -69,7 +66,8 @@ export function decodeState(value: unknown): DecodedState {
       outage,
     };
     if (notices) state.expiryNotices = notices;
-    return { state, head: hour && day ? { hour, day } : null, stats: null };
+    const head = value.length >= 14 ? (value.slice(8, 14) as RunHead) : null;
+    return { state, head, stats: null };
   }
   const { stats, ...state } = value as CheckState & { stats?: RunStats };
   return { state, head: null, stats: stats ?? null };

@@ -12,7 +12,7 @@ import type { Check, Monitor, User } from '../../domain/check.js';
 import type { OutboxEvent } from '../../domain/events.js';
 import type { StoredResult } from '../../domain/result.js';
 import type { CheckState } from '../../domain/transition.js';
-import type { RunStats } from '../../domain/uptime.js';
+import type { PackedRunStats } from '../../domain/uptime.js';
 import { decodeResult, decodeState, encodeResult, encodeState } from './codec.js';
 import {
   INITIAL_SEQUENCES,
@@ -24,6 +24,9 @@ import {
 
 type Kind = Exclude<StoreOp['kind'], 'seq' | 'result'>;
 type Sub = Kind | 'meta' | 'result';
+
+/** Records read per step when loading. */
+const LOAD_CHUNK = 1000;
 
 /** The key prefix of each sublevel (abstract-level's `!name!`), for writes on the root db. */
 const PREFIX: Readonly<Record<Sub, string>> = {
@@ -131,31 +134,46 @@ export class LevelStore implements Store {
   }
 
   async load(): Promise<Snapshot> {
-    const all = async <T>(kind: Kind): Promise<Array<[number, T]>> => {
-      const out: Array<[number, T]> = [];
-      for await (const [k, v] of this.sub(kind).iterator()) out.push([Number(k), v as T]);
+    // Read each kind in chunks straight from the root: `for await` over a sublevel costs a
+    // promise and two decodes per record, which made loading 120,000 checks take seconds.
+    const each = async (kind: Kind, fn: (id: number, value: unknown) => void): Promise<void> => {
+      const prefix = PREFIX[kind];
+      const it = this.db.iterator({ gt: prefix, lt: `${prefix.slice(0, -1)}"` });
+      try {
+        for (let chunk = await it.nextv(LOAD_CHUNK); chunk.length > 0;) {
+          for (const [k, v] of chunk) fn(Number(k.slice(prefix.length)), JSON.parse(v));
+          chunk = await it.nextv(LOAD_CHUNK);
+        }
+      } finally {
+        await it.close();
+      }
+    };
+    const list = async <T>(kind: Kind): Promise<T[]> => {
+      const out: T[] = [];
+      await each(kind, (_, v) => out.push(v as T));
       return out;
     };
     const seq = (await this.sub('meta').get('seq')) as Sequences | undefined;
     const states = new Map<number, CheckState>();
     const counters: Snapshot['counters'] = new Map();
-    for (const [id, v] of await all<unknown>('state')) {
+    await each('state', (id, v) => {
       const { state, head, stats } = decodeState(v);
       states.set(id, state);
       if (head || stats) counters.set(id, { stats, head });
-    }
-    for (const [id, stats] of await all<RunStats>('stats')) {
-      const c = counters.get(id);
+    });
+    await each('stats', (id, v) => {
       // A stats record without its state belongs to a deleted check.
-      if (states.has(id)) counters.set(id, { stats, head: c?.head ?? null });
-    }
+      if (states.has(id)) {
+        counters.set(id, { stats: v as PackedRunStats, head: counters.get(id)?.head ?? null });
+      }
+    });
     return {
-      users: (await all<User>('user')).map(([, v]) => v),
-      monitors: (await all<Monitor>('monitor')).map(([, v]) => v),
-      checks: (await all<Check>('check')).map(([, v]) => v),
+      users: await list<User>('user'),
+      monitors: await list<Monitor>('monitor'),
+      checks: await list<Check>('check'),
       states,
       counters,
-      events: (await all<OutboxEvent>('event')).map(([, v]) => v),
+      events: await list<OutboxEvent>('event'),
       seq: { ...INITIAL_SEQUENCES, ...(seq ?? {}) },
     };
   }

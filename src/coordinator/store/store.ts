@@ -7,7 +7,7 @@ import type { Check, Monitor, User } from '../../domain/check.js';
 import type { OutboxEvent } from '../../domain/events.js';
 import type { StoredResult } from '../../domain/result.js';
 import type { CheckState } from '../../domain/transition.js';
-import type { RunHead, RunStats } from '../../domain/uptime.js';
+import type { PackedRunStats, RunHead, RunStats } from '../../domain/uptime.js';
 
 /** Next ids to hand out; persisted in the same batch as the record that used one. */
 export interface Sequences {
@@ -29,7 +29,7 @@ export type StoreOp =
    */
   | { kind: 'state'; id: number; value: CheckState | null; head?: RunHead | null }
   /** A check's full uptime counters; rewritten only when a new hour starts (domain/uptime.ts). */
-  | { kind: 'stats'; id: number; value: RunStats | null }
+  | { kind: 'stats'; id: number; value: PackedRunStats | null }
   | { kind: 'event'; id: number; value: OutboxEvent | null }
   | { kind: 'seq'; value: Sequences }
   /** A run of a check, for its history; results are only added, and cleared by age. */
@@ -43,10 +43,11 @@ export interface Snapshot {
   /** check id → state */
   states: Map<number, CheckState>;
   /**
-   * check id → uptime counters: the stored full set with the newer head of the state record
-   * laid over it (`RunCounters.restore` order). Checks that never ran are absent.
+   * check id → uptime counters: the stored full set (packed; as lists in data dirs of earlier
+   * versions) and the newer head of the state record, for `RunCounters.restore`. Checks that
+   * never ran are absent.
    */
-  counters: Map<number, { stats: RunStats | null; head: RunHead | null }>;
+  counters: Map<number, { stats: PackedRunStats | RunStats | null; head: RunHead | null }>;
   /** Outbox events, ascending id. */
   events: OutboxEvent[];
   seq: Sequences;
