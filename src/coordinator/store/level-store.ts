@@ -227,7 +227,7 @@ export class LevelStore implements Store {
   async results(checkId: number, limit: number): Promise<StoredResult[]> {
     const out: StoredResult[] = [];
     const range = { gte: `${key(checkId)}!`, lt: `${key(checkId)}"`, reverse: true, limit };
-    for await (const [k, v] of this.sub('result').iterator(range)) {
+    for (const [k, v] of await this.sub('result').iterator(range).all()) {
       // <check 12>!<at 15>!<location>
       out.push(decodeResult(v, checkId, Number(k.slice(13, 28)), k.slice(29)));
     }
