@@ -136,7 +136,7 @@ class UptimeRun implements Dispatcher.DispatchHandler {
    * No connect timeout: the run's deadline drops a connection still in progress.
    */
   private openSocket(options: buildConnector.Options, callback: buildConnector.Callback): void {
-    if (this.tcp !== null) closeWithReset(this.tcp);
+    if (this.tcp !== null) closeWithReset(this.tcp, this.socket !== this.tcp);
     const https = options.protocol === 'https:';
     const tcp = netConnect({
       host: options.hostname,
@@ -246,7 +246,7 @@ class UptimeRun implements Dispatcher.DispatchHandler {
   /** The final response is in (or enough of its body): judge the status, reset the connection. */
   private complete(): void {
     if (this.done) return;
-    if (this.tcp !== null) closeWithReset(this.tcp);
+    if (this.tcp !== null) closeWithReset(this.tcp, this.socket !== this.tcp);
     const status = this.status;
     if (REDIRECT_STATUSES.has(status) && this.location !== undefined) {
       this.finish(false, 0, tooManyRedirectsError(MAX_REDIRECTS));

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import * as net from 'node:net';
@@ -55,6 +55,26 @@ async function deadPort(): Promise<number> {
   );
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/**
+ * TCP connections in TIME_WAIT whose local address is the IPv4 `address`, from
+ * /proc/net/tcp (state 06; addresses in little-endian hex).
+ */
+async function timeWaitFrom(address: string): Promise<number> {
+  const hex = address
+    .split('.')
+    .map((b) => Number(b).toString(16).padStart(2, '0').toUpperCase())
+    .reverse()
+    .join('');
+  const table = await readFile('/proc/net/tcp', 'utf8');
+  return table
+    .split('\n')
+    .slice(1)
+    .filter((line) => {
+      const f = line.trim().split(/\s+/);
+      return f[1]?.startsWith(`${hex}:`) === true && f[3] === '06';
+    }).length;
 }
 
 /** Whether this machine lets a socket bind `address` (Linux loopback is a whole /8). */
@@ -348,6 +368,40 @@ describe('uptime check through CheckPool', () => {
         await new Promise((res) => setTimeout(res, 10));
       }
       assert.deepEqual(endings, ['ECONNRESET']);
+
+      // Under load, as in the bench: runs arriving in bursts from one source address against a
+      // Node http server. Before resets were tied to the socket's destroy, undici closed its
+      // Client in the same turn as the response and every one of these left a TIME_WAIT.
+      const source = '127.0.0.77';
+      if (!(await canBind(source))) return;
+      const site = http.createServer((_req, res) => res.end('ok'));
+      site.keepAliveTimeout = 1000;
+      const sitePort = await listen(site);
+      const loaded = new CheckPool({ threads: 2, localAddress: source });
+      const lingering = await timeWaitFrom(source); // an earlier run's, gone within 60 s
+      try {
+        const results = await Promise.all(
+          Array.from({ length: 400 }, (_, i) =>
+            new Promise((res) => setTimeout(res, Math.floor(i / 50) * 50)).then(() =>
+              loaded.run({
+                checkName: 'uptime',
+                url: `http://127.0.0.1:${sitePort}/site/${i}`,
+                timeoutMs: 10_000,
+              }),
+            ),
+          ),
+        );
+        assert.deepEqual(
+          results.filter((x) => !x.ok).map((x) => x.error),
+          [],
+        );
+        assert.ok(
+          (await timeWaitFrom(source)) <= lingering,
+          `TIME_WAIT from ${source}: ${await timeWaitFrom(source)}, ${lingering} before`,
+        );
+      } finally {
+        await loaded.close();
+      }
     },
   );
 
