@@ -21,6 +21,7 @@ import {
   intArg,
   measureWindow,
   parseLoadArgs,
+  prng,
   quantiles,
   round,
   sleep,
@@ -69,18 +70,6 @@ export interface ApiFigures extends WindowFigures {
   setup_s: number;
   put: DriverFigures;
   cpu_profile_dir?: string;
-}
-
-/** mulberry32: a small seeded PRNG, [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
 }
 
 /**

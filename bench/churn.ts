@@ -35,6 +35,7 @@ import {
   measureWindow,
   numArg,
   parseLoadArgs,
+  prng,
   round,
   scrapeMetrics,
   sleep,
@@ -127,18 +128,6 @@ export interface ChurnFigures extends WindowFigures {
   setup_s: number;
   churn: ChurnResult;
   cpu_profile_dir?: string;
-}
-
-/** mulberry32: a small seeded PRNG in [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
 }
 
 /**

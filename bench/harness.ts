@@ -432,6 +432,18 @@ export async function api(
   return { status: res.status, json };
 }
 
+/** mulberry32: a small seeded PRNG, values in [0, 1); the same seed gives the same sequence. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
 /** Run `fn(i)` for i in [0, n) with at most `concurrency` at once; rejects on the first error. */
 export async function forEachLimited(
   n: number,

@@ -12,6 +12,7 @@ import { LevelStore } from '../../src/coordinator/store/level-store.js';
 import type { Sequences } from '../../src/coordinator/store/store.js';
 import { Dispatcher } from '../../src/delivery/dispatcher.js';
 import { verifyWebhook } from '../../src/delivery/signature.js';
+import { seededRandom } from '../e2e/delivery-helpers.js';
 import { webhookBody, type OutboxEvent } from '../../src/domain/events.js';
 import {
   quietLogger,
@@ -27,18 +28,6 @@ import {
 const LIMIT = { timeout: 60_000 };
 const TOKEN = 'burst-token-0123456789abcdef';
 const S = 1000;
-
-/** mulberry32, for a jitter that is random but the same on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface World {
   clock: ManualClock;
@@ -243,7 +232,7 @@ describe('after a burst of 500s', () => {
     'three monitors, events arriving during the burst, jittered backoff: complete and in order',
     LIMIT,
     async (t) => {
-      const random = seeded(20260101);
+      const random = seededRandom(20260101);
       const w = await world(t, 10, random);
       for (let i = 0; i < 3; i++) for (const m of [1, 2, 3]) await w.event(m);
       // More events while the first tries fail.
