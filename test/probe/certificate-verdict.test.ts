@@ -330,3 +330,16 @@ describe('signature algorithm names and dates', () => {
     assert.equal(daysAhead(t + 5000, t), 'in less than a day');
   });
 });
+
+describe('parsing', () => {
+  test('a certificate seen again is parsed once; another one is parsed anew', async () => {
+    const a = await pki.leaf({ names: ['a.example.test'] });
+    const b = await pki.leaf({ names: ['b.example.test'] });
+    const derOf = (pem: string): Uint8Array => new X509Certificate(pem).raw;
+    const first = parseCertificate(derOf(a.certPem));
+    assert.equal(parseCertificate(derOf(a.certPem)), first, 'the same object for the same DER');
+    const other = parseCertificate(derOf(b.certPem));
+    assert.notEqual(other, first);
+    assert.equal(other.fingerprint256, new X509Certificate(b.certPem).fingerprint256);
+  });
+});

@@ -135,6 +135,30 @@ function subjectAltNames(cert: PeculiarCertificate, node: NodeX509Certificate): 
  * understands.
  */
 export function parseCertificate(der: Uint8Array): ParsedCertificate {
+  const key = Buffer.from(der.buffer, der.byteOffset, der.byteLength).toString('base64');
+  const hit = parsed.get(key);
+  if (hit !== undefined) {
+    parsed.delete(key); // most recently used last
+    parsed.set(key, hit);
+    return hit;
+  }
+  const fresh = parseUncached(der);
+  parsed.set(key, fresh);
+  if (parsed.size > PARSED_MAX) parsed.delete(parsed.keys().next().value as string);
+  return fresh;
+}
+
+/**
+ * Certificates parsed on this thread, by DER (base64), least recently used first. A parse
+ * took ~8 ms of CPU (mostly @peculiar/x509's ASN.1 schema walk) and was the certificate check's
+ * main cost — 256 of the 500 checks/s the tls bench asks for; a site's certificate is the same
+ * run after run, and what is parsed out of it does not depend on the time of the run.
+ */
+const parsed = new Map<string, ParsedCertificate>();
+/** Most certificates kept per thread (each a few KB). */
+const PARSED_MAX = 4096;
+
+function parseUncached(der: Uint8Array): ParsedCertificate {
   const node = new NodeX509Certificate(der);
   const peculiar = new PeculiarCertificate(der);
   const legacy = node.toLegacyObject();
