@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -262,4 +262,36 @@ export async function storeNewEvent(
     { kind: 'seq', value: seq },
   ]);
   return event;
+}
+
+/** A port of 127.0.0.1 nothing listens on (listened on, noted, closed). */
+export async function deadPort(): Promise<number> {
+  const server = createTcpServer();
+  const port = await new Promise<number>((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)),
+  );
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/**
+ * Whether this machine lets a socket bind the source `address` (Linux loopback is a whole
+ * /8; other systems may have only 127.0.0.1): one connection to a throw-away local server.
+ */
+export async function canBind(address: string): Promise<boolean> {
+  const server = createTcpServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  try {
+    return await new Promise<boolean>((resolve) => {
+      const socket = connect({ host: '127.0.0.1', port, localAddress: address });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+  } finally {
+    server.close();
+  }
 }

@@ -17,6 +17,7 @@ import {
   type CertificateInfo,
 } from '../../src/domain/certificate.js';
 import { CheckPool } from '../../src/probe/pool.js';
+import { canBind, deadPort } from '../helpers.js';
 import type { CheckTaskResult } from '../../src/probe/task.js';
 import type { CertificateDetail } from '../../workers/certificate.js';
 import {
@@ -75,30 +76,6 @@ async function serve(cert: TestCertificate, chainPem = cert.chainPem): Promise<T
   server.on('tlsClientError', () => undefined);
   site.port = await listen(server);
   return site;
-}
-
-/** A port nothing listens on. */
-async function deadPort(): Promise<number> {
-  const server = net.createServer();
-  const port = await new Promise<number>((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port)),
-  );
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-/** Whether this machine lets a socket bind `address` (Linux loopback is a whole /8). */
-async function canBind(address: string): Promise<boolean> {
-  const server = net.createServer((socket) => socket.destroy());
-  const port = await listen(server);
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port, localAddress: address });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 function meta(r: CheckTaskResult): CertificateMeta {

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { CheckPool } from '../../src/probe/pool.js';
+import { canBind, deadPort } from '../helpers.js';
 import type { CheckTaskResult } from '../../src/probe/task.js';
 import { TestPki } from '../tls-ca.js';
 
@@ -47,16 +48,6 @@ async function startHttp(handler: http.RequestListener): Promise<Loopback> {
   return lb;
 }
 
-/** A port nothing listens on: listen, note the port, close. */
-async function deadPort(): Promise<number> {
-  const server = net.createServer();
-  const port = await new Promise<number>((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port)),
-  );
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 /**
  * TCP connections in TIME_WAIT whose local address is the IPv4 `address`, from
  * /proc/net/tcp (state 06; addresses in little-endian hex).
@@ -75,20 +66,6 @@ async function timeWaitFrom(address: string): Promise<number> {
       const f = line.trim().split(/\s+/);
       return f[1]?.startsWith(`${hex}:`) === true && f[3] === '06';
     }).length;
-}
-
-/** Whether this machine lets a socket bind `address` (Linux loopback is a whole /8). */
-async function canBind(address: string): Promise<boolean> {
-  const server = net.createServer((socket) => socket.destroy());
-  const port = await listen(server);
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: '127.0.0.1', port, localAddress: address });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 describe('uptime check through CheckPool', () => {
